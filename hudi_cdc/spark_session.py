@@ -1,0 +1,62 @@
+"""Build a SparkSession with the Hudi bundle and Spark's Kafka source on the classpath."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+# Hudi's documented session settings; the serializer and registrar are required for its Kryo classes.
+_HUDI_SESSION_CONF = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    # Debezium timestamps are UTC instants; reading them in another zone would shift wall clocks.
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def build_dir() -> Path:
+    """The git-ignored folder the Makefile fills (jars, services, runs)."""
+    return Path(os.environ.get("HUDI_CDC_BUILD", Path(__file__).resolve().parents[1] / "build"))
+
+
+def local_jars() -> list[str]:
+    """Jars fetched by `make jars`, for local runs (on a cluster pass them with --jars instead)."""
+    return sorted(str(p) for p in (build_dir() / "jars").glob("*.jar"))
+
+
+def get_or_create_session(
+    *,
+    app_name: str = "hudi-cdc",
+    master: str | None = None,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Return the active SparkSession, or create one wired for Hudi.
+
+    Under spark-submit the master and jars come from the submit command; locally the
+    jars fetched by the Makefile are added and the master defaults to local[2].
+    """
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in _HUDI_SESSION_CONF.items():
+        builder = builder.config(key, value)
+    under_submit = "spark.master" in os.environ.get("SPARK_CONF_SUBMITTED", "") or bool(
+        os.environ.get("SPARK_ENV_LOADED")
+    )
+    if not under_submit:
+        builder = builder.master(master or "local[2]")
+        jars = local_jars()
+        if jars:
+            builder = builder.config("spark.jars", ",".join(jars))
+        builder = (
+            builder.config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "2g")
+            .config("spark.sql.warehouse.dir", str(build_dir() / "run" / "spark-warehouse"))
+        )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
