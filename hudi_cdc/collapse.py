@@ -1,0 +1,269 @@
+"""Fold each key's events, in event order, onto its stored state (change-semantics §3).
+
+The fold runs as Spark aggregations on the executors: the batch's events and the stored rows
+of the keys they touch are unioned as "writes", grouped by key, and every column takes the
+value of its newest write unless a newer delete cleared it. Because each column is
+last-writer-wins by ORDER and deletes are ordered too, the result is independent of arrival
+order and of how events are cut into batches.
+
+State of a key, as stored in the table (merge.py writes it back):
+- `_cdc_order` R: the newest order applied to the row;
+- `_cdc_column_orders`: only the columns whose last write is not R, plus `__delete__` (the
+  last delete) while the row is live; a column's order is `column_orders[c]` else R;
+- `_cdc_deleted` (soft-delete tables): the row is a tombstone and its delete order is R.
+A column is live iff its order is newer than the key's last delete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+from pyspark.sql.window import Window
+
+from hudi_cdc.events import (
+    COLUMN_ORDERS,
+    DELETE_ORDER_KEY,
+    DELETED,
+    KAFKA_OFFSET,
+    KAFKA_PARTITION,
+    KAFKA_TOPIC,
+    OP,
+    ORDER,
+    PRESENT,
+    SOURCE,
+    TS_MS,
+    Op,
+)
+
+# Columns of FoldResult.rows that merge.py reads (never stored).
+EXISTS = "__exists"
+HAD_ROW = "__had_row"
+CHANGED = "__changed"
+
+# Working column names (never stored).
+_DEL = "__del"
+_IS_STORED = "__is_stored"
+_FINAL_DEL = "__final_del"
+_EXISTS = EXISTS
+_FINAL_ORDERS = "__final_orders"
+_STORED_ORDERS = "__stored_orders"
+_STORED_DEL = "__stored_del"
+_STORED_R = "__stored_r"
+_HAD_ROW = HAD_ROW
+_STORED_SIG = "__stored_sig"
+_NEVER = ""  # order of a column never written: sorts before every real order
+
+
+def _ord(column: str) -> str:
+    return f"__ord__{column}"
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """The newest applied truncate of the batch: a delete at `order` of every key (spec §3)."""
+
+    order: str
+    ts_ms: int | None
+    source: str | None
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """Folded rows (one per touched key) and the per-event outcome used for counting."""
+
+    rows: DataFrame
+    """Key + table columns + _cdc_* state + __exists + __had_row + __changed."""
+    outcomes: DataFrame
+    """One row per non-truncate event: its Kafka position and `outcome`."""
+
+
+def _stored_as_writes(stored: DataFrame, columns: list[str], soft: bool) -> DataFrame:
+    """Turn stored rows into one pseudo-event each, carrying every column's own order."""
+    r = F.col(ORDER)
+    orders = F.coalesce(F.col(COLUMN_ORDERS), F.create_map().cast("map<string,string>"))
+    deleted = F.col(DELETED) if soft else F.lit(False)
+    delete_order = F.when(deleted, r).otherwise(F.coalesce(orders[DELETE_ORDER_KEY], F.lit(_NEVER)))
+    selected: list[Column] = [F.col(c) for c in columns]
+    selected += [F.coalesce(orders[c], r).alias(_ord(c)) for c in columns]
+    selected += [
+        delete_order.alias(_DEL),
+        r.alias(ORDER),
+        F.col(OP),
+        F.col(TS_MS),
+        F.col(SOURCE),
+        F.lit(True).alias(_IS_STORED),
+    ]
+    return stored.select(*selected)
+
+
+def _events_as_writes(events: DataFrame, columns: list[str]) -> DataFrame:
+    """Each event writes the columns it carries (c/r/u) or clears older ones (d)."""
+    writes = F.col(OP).isin(Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
+    selected: list[Column] = [F.col(c) for c in columns]
+    selected += [
+        F.when(writes & F.array_contains(F.col(PRESENT), c), F.col(ORDER)).alias(_ord(c)) for c in columns
+    ]
+    selected += [
+        F.when(F.col(OP) == Op.DELETE.value, F.col(ORDER)).otherwise(F.lit(_NEVER)).alias(_DEL),
+        F.col(ORDER),
+        F.col(OP),
+        F.col(TS_MS),
+        F.col(SOURCE),
+        F.lit(False).alias(_IS_STORED),
+    ]
+    return events.select(*selected)
+
+
+def _signature(delete_order: Column, column_orders: list[Column]) -> Column:
+    """A string equal for two states iff their delete order and every column order are equal."""
+    return F.concat_ws("|", delete_order, *column_orders)
+
+
+def _orders_map(columns: list[str], order_of: dict[str, Column]) -> Column:
+    """map column -> order, built in a fixed column order so equal states compare equal."""
+    return F.map_from_arrays(F.array(*[F.lit(c) for c in columns]), F.array(*[order_of[c] for c in columns]))
+
+
+def fold(
+    *,
+    events: DataFrame,
+    stored: DataFrame,
+    schema: StructType,
+    key: list[str],
+    soft_deletes: bool,
+    truncation: Truncation | None,
+) -> FoldResult:
+    """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
+
+    Args:
+        events: decoded events of one table (events.py contract), truncates removed.
+        stored: current table rows of every key the fold must consider, with `_cdc_*` columns.
+        schema: the table's data columns (key columns included), in table order.
+        key: record key columns.
+        soft_deletes: whether the table keeps deleted rows with `_cdc_deleted = true`.
+        truncation: the newest applied truncate of the batch, if any.
+    """
+    columns = [f.name for f in schema.fields]
+    writes = _events_as_writes(events, columns).unionByName(
+        _stored_as_writes(stored, columns, soft_deletes)
+    )
+    trunc_order = F.lit(truncation.order if truncation else _NEVER)
+
+    aggs: list[Column] = [
+        F.max(_DEL).alias(_DEL),
+        # the newest write of each column: struct ordering compares the order first
+        *[
+            F.max(F.when(F.col(_ord(c)).isNotNull(), F.struct(F.col(_ord(c)).alias("o"), F.col(c).alias("v"))))
+            .alias(f"__w__{c}")
+            for c in columns
+            if c not in key
+        ],
+        *[F.max(F.col(_ord(c))).alias(f"__w__{c}") for c in key],
+        F.max(F.struct(ORDER, OP, TS_MS, SOURCE)).alias("__last"),
+        F.max(F.col(_IS_STORED).cast("int")).cast("boolean").alias(_HAD_ROW),
+        F.max(F.when(F.col(_IS_STORED), _signature(F.col(_DEL), [F.col(_ord(c)) for c in columns]))).alias(
+            _STORED_SIG
+        ),
+    ]
+    grouped = writes.groupBy(*key).agg(*aggs)
+
+    final_del = F.greatest(F.col(_DEL), trunc_order)
+    order_of: dict[str, Column] = {
+        c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER)) for c in columns
+    }
+    live = {c: order_of[c] > F.col(_FINAL_DEL) for c in columns}
+    exists = F.lit(False)
+    for c in columns:
+        exists = exists | live[c]
+    newest_write = F.greatest(*[order_of[c] for c in columns]) if len(columns) > 1 else order_of[columns[0]]
+    r = F.greatest(F.col(_FINAL_DEL), newest_write)
+    truncated_last = F.lit(truncation is not None) & (r == trunc_order) & (F.col("__last.%s" % ORDER) < r)
+
+    values = [F.col(c) if c in key else F.when(live[c], F.col(f"__w__{c}.v")).alias(c) for c in columns]
+    final_sig = _signature(F.col(_FINAL_DEL), [order_of[c] for c in columns])
+    # a key whose stored state the batch does not change is not rewritten (late events, replays)
+    changed = F.when(F.col(_HAD_ROW), F.col(_STORED_SIG) != final_sig).otherwise(
+        F.col(_EXISTS) | F.lit(soft_deletes)
+    )
+    exceptions = F.map_filter(_orders_map(columns, order_of), lambda _k, v: v != r)
+    delete_entry = F.when(
+        (F.col(_FINAL_DEL) != _NEVER) & F.col(_EXISTS),
+        F.create_map(F.lit(DELETE_ORDER_KEY), F.col(_FINAL_DEL)),
+    ).otherwise(F.create_map().cast("map<string,string>"))
+
+    rows = (
+        grouped.withColumn(_FINAL_DEL, final_del)
+        .withColumn(_EXISTS, exists)
+        .select(
+            *values,
+            F.when(truncated_last, F.lit(Op.TRUNCATE.value)).otherwise(F.col(f"__last.{OP}")).alias(OP),
+            r.alias(ORDER),
+            F.when(truncated_last, F.lit(truncation.ts_ms if truncation else None).cast("long"))
+            .otherwise(F.col(f"__last.{TS_MS}"))
+            .alias(TS_MS),
+            F.when(truncated_last, F.lit(truncation.source if truncation else None).cast("string"))
+            .otherwise(F.col(f"__last.{SOURCE}"))
+            .alias(SOURCE),
+            F.map_concat(exceptions, delete_entry).alias(COLUMN_ORDERS),
+            F.col(_EXISTS),
+            F.col(_HAD_ROW),
+            changed.alias(CHANGED),
+            F.col(_FINAL_DEL),
+            _orders_map(columns, order_of).alias(_FINAL_ORDERS),
+        )
+    )
+    outcomes = _outcomes(events, rows, stored, columns, key, soft_deletes)
+    return FoldResult(rows=rows.drop(_FINAL_ORDERS, _FINAL_DEL), outcomes=outcomes)
+
+
+def _outcomes(
+    events: DataFrame,
+    rows: DataFrame,
+    stored: DataFrame,
+    columns: list[str],
+    key: list[str],
+    soft: bool,
+) -> DataFrame:
+    """Judge every event: duplicate, late, deleted, collapsed or applied (spec §3, §6)."""
+    stored_writes = _stored_as_writes(stored, columns, soft)
+    stored_state = stored_writes.select(
+        *key,
+        _orders_map(columns, {c: F.col(_ord(c)) for c in columns}).alias(_STORED_ORDERS),
+        F.col(_DEL).alias(_STORED_DEL),
+        F.col(ORDER).alias(_STORED_R),
+    )
+    final = rows.select(*key, F.col(_FINAL_ORDERS), F.col(_FINAL_DEL))
+    o = F.col(ORDER)
+    present = F.col(PRESENT)
+    stored_del = F.coalesce(F.col(_STORED_DEL), F.lit(_NEVER))
+    has_stored = F.col(_STORED_R).isNotNull()
+    # the same event seen twice (in this batch, or already applied before)
+    repeat_in_batch = F.row_number().over(Window.partitionBy(*key, ORDER).orderBy(KAFKA_OFFSET)) > 1
+    seen_before = has_stored & (
+        (o == F.col(_STORED_R))
+        | (o == stored_del)
+        | F.exists(present, lambda c: F.col(_STORED_ORDERS)[c] == o)
+    )
+    is_delete = F.col(OP) == Op.DELETE.value
+    # nothing it touches is older than it, judged against the state before this batch
+    late_write = (o <= stored_del) | (has_stored & F.forall(present, lambda c: F.col(_STORED_ORDERS)[c] > o))
+    late_delete = (o <= stored_del) | (
+        has_stored & F.forall(F.map_values(F.col(_STORED_ORDERS)), lambda v: v > o)
+    )
+    wins = F.exists(present, lambda c: F.col(_FINAL_ORDERS)[c] == o) & (o > F.col(_FINAL_DEL))
+    outcome = (
+        F.when(repeat_in_batch | seen_before, F.lit("duplicate"))
+        .when(is_delete & late_delete, F.lit("late"))
+        .when(is_delete, F.lit("deleted"))
+        .when(late_write, F.lit("late"))
+        .when(wins, F.lit("applied"))
+        .otherwise(F.lit("collapsed"))
+    )
+    return (
+        events.join(stored_state, on=key, how="left")
+        .join(final, on=key, how="left")
+        .select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome"))
+    )

@@ -1,0 +1,229 @@
+"""Job configuration: frozen pydantic models, loaded once from YAML at the edge.
+
+Inner code receives these models, never dicts. A bad file fails at start with the
+file, the field and what is allowed (`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hudi_cdc.errors import ConfigError
+
+TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
+ImageMode = Literal["full", "patch"]
+DeleteMode = Literal["hard", "soft"]
+TruncateMode = Literal["apply", "ignore"]
+SchemaPolicy = Literal["safe", "allow_incompatible"]
+TriggerStrategy = Literal["NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME"]
+CompactionMode = Literal["inline", "schedule_only", "off"]
+
+# Kafka client keys whose values are secrets: never logged, never shown in repr.
+_SECRET_KEY = re.compile(r"(password|secret|jaas|token|key\.pem|keystore\.key|credentials)", re.I)
+# Names we can safely use as Hive / Spark identifiers.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSource(_Frozen):
+    """Where the Debezium topics live."""
+
+    bootstrap_servers: str
+    """Comma-separated host:port list."""
+    properties: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Extra Kafka client settings passed through as-is (security.protocol, sasl.*, ssl.*)."""
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    """Where a job with no checkpoint starts reading."""
+    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    """Upper bound of records per micro-batch (None: everything available)."""
+    fail_on_data_loss: bool = True
+    """Stop when Kafka deleted records the checkpoint still needs (retention shorter than downtime)."""
+
+    def redacted_properties(self) -> dict[str, str]:
+        """The pass-through properties with secret values masked, for logs and `status`."""
+        return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.properties.items()}
+
+
+class HiveSync(_Frozen):
+    """Hive Metastore registration of one table."""
+
+    enabled: bool = True
+    database: str = "default"
+    table: str | None = None
+    """Defaults to the table's name. MOR tables appear as <table>_ro and <table>_rt."""
+
+    @field_validator("database", "table")
+    @classmethod
+    def _identifier(cls, value: str | None) -> str | None:
+        if value is not None and not _IDENTIFIER.match(value):
+            raise ValueError(f"{value!r} is not a Hive identifier (letters, digits, _; not starting with a digit)")
+        return value
+
+
+class Compaction(_Frozen):
+    """When merge-on-read tables compact their log files (Hudi HUDI-1381 trigger strategies)."""
+
+    mode: CompactionMode = "inline"
+    """inline: schedule and run after a commit; schedule_only: `hudi-cdc compact` runs it; off."""
+    strategy: TriggerStrategy = "NUM_OR_TIME"
+    max_delta_commits: int = Field(default=10, gt=0)
+    max_delta_seconds: int = Field(default=1800, gt=0)
+
+
+class TableConfig(_Frozen):
+    """One Hudi table fed by one or more Debezium topics."""
+
+    name: str
+    """Table name (also the Hudi table name and the default Hive table name)."""
+    key: list[str] = Field(min_length=1)
+    """Record key columns, from the Kafka key or, when the key is absent, from the row."""
+    base_path: str
+    """Table location: a local path, file:/, s3a:// or hdfs:// URI."""
+    type: TableType = "COPY_ON_WRITE"
+    partition_by: list[str] = Field(default_factory=list)
+    ordering: str = "source"
+    """`source` (spec §2: binlog position / lsn, then ts_ms, then Kafka offset) or a numeric/timestamp column."""
+    mode: ImageMode = "full"
+    """full: Debezium row images; patch: messages carry only the changed fields."""
+    patch_field: str = "data"
+    """In patch mode, the JSON field that holds the changed columns."""
+    deletes: DeleteMode = "hard"
+    truncate: TruncateMode = "apply"
+    columns: dict[str, str] = Field(default_factory=dict)
+    """Column -> Spark SQL type. Required when the topic carries no schema (schemas.enable=false)."""
+    hive: HiveSync = Field(default_factory=HiveSync)
+    compaction: Compaction = Field(default_factory=Compaction)
+    schema_policy: SchemaPolicy = "safe"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _IDENTIFIER.match(value):
+            raise ValueError(f"{value!r} is not a valid table name (letters, digits, _)")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TableConfig:
+        if self.columns:
+            missing = [k for k in [*self.key, *self.partition_by] if k not in self.columns]
+            if missing:
+                raise ValueError(f"key/partition columns {missing} are not among `columns` {list(self.columns)}")
+        if self.mode == "patch" and not self.columns:
+            raise ValueError("patch tables need `columns` (patch messages carry no schema)")
+        return self
+
+    @property
+    def hive_table(self) -> str:
+        return self.hive.table or self.name
+
+
+class Route(_Frozen):
+    """Topic (exact name or regex) -> table name."""
+
+    topic: str | None = None
+    pattern: str | None = None
+    """A regex matched against the whole topic name, e.g. `shop\\.inventory\\.orders_\\d+`."""
+    table: str
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Route:
+        if (self.topic is None) == (self.pattern is None):
+            raise ValueError("a route names exactly one of `topic` or `pattern`")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {self.pattern!r} is not a valid regex: {exc}") from exc
+        return self
+
+    def matches(self, topic: str) -> bool:
+        if self.topic is not None:
+            return topic == self.topic
+        assert self.pattern is not None
+        return re.fullmatch(self.pattern, topic) is not None
+
+
+class JobConfig(_Frozen):
+    """The ingestion job as a whole."""
+
+    name: str = "hudi-cdc"
+    checkpoint_dir: str
+    """Structured Streaming checkpoint; one per job, so a rerun continues where it stopped."""
+    dead_letter_path: str
+    """Hudi-free Parquet folder for records that could not be decoded."""
+    trigger_interval: str = "30 seconds"
+    metastore_uris: str | None = None
+    """thrift://host:port of the Hive Metastore; None disables Hive sync for every table."""
+
+
+class Config(_Frozen):
+    """The whole configuration file."""
+
+    kafka: KafkaSource
+    job: JobConfig
+    tables: Annotated[list[TableConfig], Field(min_length=1)]
+    routes: list[Route] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _routes_name_tables(self) -> Config:
+        names = [t.name for t in self.tables]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"table names must be unique, repeated: {dupes}")
+        unknown = [r.table for r in self.routes if r.table not in names]
+        if unknown:
+            raise ValueError(f"routes name unknown tables {unknown}; declared tables: {names}")
+        if not self.routes:
+            raise ValueError("no `routes`: map at least one topic or pattern to a table")
+        return self
+
+    def table(self, name: str) -> TableConfig:
+        return next(t for t in self.tables if t.name == name)
+
+    def table_for_topic(self, topic: str) -> TableConfig | None:
+        """The table a topic feeds (first matching route), or None if no route matches."""
+        for route in self.routes:
+            if route.matches(topic):
+                return self.table(route.table)
+        return None
+
+    def exact_topics(self) -> list[str]:
+        return [r.topic for r in self.routes if r.topic is not None]
+
+    def topic_pattern(self) -> str:
+        """One regex covering every route, for Kafka's `subscribePattern`."""
+        parts = [re.escape(r.topic) if r.topic else f"(?:{r.pattern})" for r in self.routes]
+        return "|".join(f"^(?:{p})$" for p in parts)
+
+
+def _format_problem(error: dict[str, Any]) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "<root>"
+    return f"{location}: {error['msg']}"
+
+
+def parse_config(data: Any, *, source: str = "<config>") -> Config:
+    """Validate a loaded YAML document; raise ConfigError naming `source` and each bad field."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, [_format_problem(dict(e)) for e in exc.errors()]) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Load and validate a YAML configuration file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(str(path), ["file not found"]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), [f"not valid YAML: {exc}"]) from None
+    return parse_config(data, source=str(path))

@@ -1,0 +1,72 @@
+"""Every error hudi_cdc raises. Each carries the facts needed to act and says what happens next.
+
+`TerminalError` subclasses stop the affected table (retrying cannot help); `TransientError`
+subclasses may be retried (a service is down, a commit raced).
+"""
+
+from __future__ import annotations
+
+
+class CdcError(Exception):
+    """Base of all hudi_cdc errors."""
+
+
+class TerminalError(CdcError):
+    """Retrying will not help: a person must act (the message says how)."""
+
+
+class TransientError(CdcError):
+    """The same call may succeed later (service outage, timeout)."""
+
+
+class ConfigError(TerminalError):
+    """The configuration file is invalid: names the file, the field and what is allowed."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid configuration in {path}:\n{lines}\nFix the file and start again.")
+
+
+class RecordError(CdcError):
+    """One Kafka record could not be used; it goes to the dead-letter store."""
+
+    def __init__(
+        self, message: str, *, table: str | None, topic: str, partition: int, offset: int
+    ) -> None:
+        self.table = table
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        where = f"{topic}[{partition}]@{offset}"
+        target = f" for table {table}" if table else ""
+        super().__init__(f"{where}{target}: {message}")
+
+
+class SchemaChangeError(TerminalError):
+    """An incompatible source schema change: the table stops before writing."""
+
+    def __init__(self, table: str, problems: list[str]) -> None:
+        self.table = table
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(
+            f"table {table}: incompatible schema change, nothing was written for it:\n{lines}\n"
+            "Its records stay in Kafka. Rewrite the table with the new schema (or opt in per table with "
+            "`schema_policy: allow_incompatible`) and restart; other tables keep flowing."
+        )
+
+
+class ServiceError(TransientError):
+    """A local service (Kafka, metastore, Trino) failed to start or answer; the log tail is attached."""
+
+    def __init__(self, service: str, message: str, log_tail: str = "") -> None:
+        self.service = service
+        self.log_tail = log_tail
+        tail = f"\n--- last lines of the {service} log ---\n{log_tail}" if log_tail else ""
+        super().__init__(f"{service}: {message}{tail}")
+
+
+class MetastoreSyncError(TransientError):
+    """Hive sync failed after a data commit; the commit stands and the sync is retried later."""

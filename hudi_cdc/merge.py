@@ -1,0 +1,38 @@
+"""Folded key states -> the rows to upsert into Hudi, with the `_cdc_*` columns of spec §5.
+
+The fold (collapse.py) already produced each touched key's final, complete row, so Hudi only
+has to keep the latest write of a key: the table uses COMMIT_TIME_ORDERING and every reader
+(Spark, Trino, hudi-rs, compaction) agrees on the result without a custom merger. Keys whose
+state did not change are not written at all.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from hudi_cdc.collapse import CHANGED, EXISTS, HAD_ROW
+from hudi_cdc.config import TableConfig
+from hudi_cdc.events import COLUMN_ORDERS, DELETED, HOODIE_IS_DELETED, INGESTED_AT, OP, ORDER, SOURCE, TS_MS
+
+CDC_COLUMNS = [OP, ORDER, TS_MS, SOURCE, INGESTED_AT, COLUMN_ORDERS]
+
+
+def stored_columns(schema: StructType, table: TableConfig) -> list[str]:
+    """Every column the Hudi table holds, in order (data columns, then `_cdc_*`)."""
+    extra = [DELETED] if table.deletes == "soft" else []
+    return [f.name for f in schema.fields] + CDC_COLUMNS + extra
+
+
+def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:
+    """The upserts (and, on hard-delete tables, `_hoodie_is_deleted` rows) for one batch."""
+    changed = folded.filter(F.col(CHANGED))
+    if table.deletes == "hard":
+        # a key that existed and no longer does is removed; one that never existed is not written
+        changed = changed.filter(F.col(EXISTS) | F.col(HAD_ROW))
+    out = changed.withColumn(INGESTED_AT, F.current_timestamp())
+    if table.deletes == "soft":
+        out = out.withColumn(DELETED, ~F.col(EXISTS))
+        return out.select(*stored_columns(schema, table))
+    return out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(*stored_columns(schema, table), HOODIE_IS_DELETED)
