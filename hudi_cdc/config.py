@@ -6,6 +6,7 @@ file, the field and what is allowed (`ConfigError`).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -218,10 +219,11 @@ def parse_config(data: Any, *, source: str = "<config>") -> Config:
 
 
 def load_config(path: str | Path) -> Config:
-    """Load and validate a YAML configuration file."""
+    """Load and validate a YAML configuration file; `${VAR}` is replaced from the environment."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        # environment references keep secrets (sasl.jaas.config, ...) out of the file
+        data = yaml.safe_load(os.path.expandvars(path.read_text()))
     except FileNotFoundError:
         raise ConfigError(str(path), ["file not found"]) from None
     except yaml.YAMLError as exc:

@@ -1,0 +1,1 @@
+"""The `hudi-cdc` command line."""

@@ -1,0 +1,110 @@
+"""`hudi-cdc`: thin commands over the library; errors exit 1 through one decorator."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from hudi_cdc.cli.output import output_for
+from hudi_cdc.config import load_config
+from hudi_cdc.errors import CdcError
+from hudi_cdc.logging_setup import configure
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def catch_errors(func: F) -> F:
+    """Print a CdcError's message (it says what to do) and exit 1, without a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except CdcError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+config_option = click.option(
+    "--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False), help="Job YAML file."
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
+def cli(log_level: str) -> None:
+    """Land Debezium change streams from Kafka in Apache Hudi tables."""
+    configure(log_level)
+
+
+@cli.command()
+@config_option
+@click.option("--once", is_flag=True, help="Process what is in Kafka now, then stop (scheduled runs).")
+@catch_errors
+def run(config_path: str, once: bool) -> None:
+    """Run the ingestion job (continuous unless --once)."""
+    from hudi_cdc import stream
+    from hudi_cdc.spark_session import get_or_create_session
+
+    config = load_config(config_path)
+    stream.run(get_or_create_session(app_name=config.job.name), config, once=once)
+
+
+@cli.command()
+@config_option
+@catch_errors
+def validate(config_path: str) -> None:
+    """Check a configuration file and print the tables it defines."""
+    config = load_config(config_path)
+    rows = [
+        {"table": t.name, "type": t.type, "key": ",".join(t.key), "deletes": t.deletes, "path": t.base_path}
+        for t in config.tables
+    ]
+    output_for(False).table(f"{config_path}: OK", rows)
+
+
+@cli.command()
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@catch_errors
+def status(config_path: str, as_json: bool) -> None:
+    """Per table: last commit, what it applied through, compaction and file statistics."""
+    from hudi_cdc.spark_session import get_or_create_session
+    from hudi_cdc.status import table_status
+
+    config = load_config(config_path)
+    spark = get_or_create_session(app_name=f"{config.job.name}-status")
+    output_for(as_json).table("tables", [table_status(spark, t) for t in config.tables])
+
+
+@cli.command()
+@config_option
+@click.option("--table", "tables", multiple=True, help="Only these tables (default: every MOR table).")
+@catch_errors
+def compact(config_path: str, tables: tuple[str, ...]) -> None:
+    """Run pending (and schedule due) compactions of merge-on-read tables, off the ingestion path."""
+    from hudi_cdc.hudi.compaction_job import run_compaction
+    from hudi_cdc.spark_session import get_or_create_session
+
+    config = load_config(config_path)
+    spark = get_or_create_session(app_name=f"{config.job.name}-compact")
+    out = output_for(False)
+    rows = []
+    for table in config.tables:
+        if table.type == "MERGE_ON_READ" and (not tables or table.name in tables):
+            rows.append(run_compaction(spark, table))
+    out.table("compactions", rows)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

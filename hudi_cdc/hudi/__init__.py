@@ -1,0 +1,1 @@
+"""Everything that speaks Hudi: option names, writer, hive sync, compaction."""

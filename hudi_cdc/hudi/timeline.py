@@ -1,0 +1,68 @@
+"""Read a Hudi table's timeline (commits, compactions, commit metadata) through the JVM."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from hudi_cdc.offsets import BATCH_KEY, OFFSETS_KEY
+
+
+@dataclass(frozen=True)
+class TimelineSummary:
+    """What the timeline says about a table."""
+
+    last_commit: str | None
+    last_action: str | None
+    last_completed_at: str | None
+    applied_through: dict[str, dict[str, int]]
+    """topic -> partition -> newest Kafka offset of the last commit (from its metadata)."""
+    last_batch_id: int | None
+    pending_compactions: list[str]
+    last_compaction: str | None
+
+
+def _meta_client(spark: SparkSession, base_path: str) -> Any:
+    jvm = spark._jvm  # noqa: SLF001 - Hudi's timeline API is only reachable through the JVM gateway
+    conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+    return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
+
+
+def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
+    """Last commit and its Kafka positions, pending and last compaction."""
+    jvm = spark._jvm  # noqa: SLF001
+    client = _meta_client(spark, base_path)
+    active = client.getActiveTimeline()
+    commits = active.getCommitsTimeline().filterCompletedInstants()
+    last = commits.lastInstant()
+    applied: dict[str, dict[str, int]] = {}
+    batch_id = None
+    last_commit = last_action = completed = None
+    if last.isPresent():
+        instant = last.get()
+        last_commit, last_action = str(instant.requestedTime()), str(instant.getAction())
+        completed = str(instant.getCompletionTime())
+        # the newest commit carrying our metadata (compaction commits carry none)
+        for candidate in reversed(list(commits.getInstants())):
+            extra = jvm.org.apache.hudi.common.table.timeline.TimelineUtils.getCommitMetadata(candidate, commits)
+            meta = dict(extra.getExtraMetadata())
+            if OFFSETS_KEY in meta:
+                applied = json.loads(meta[OFFSETS_KEY])
+                batch_id = int(meta[BATCH_KEY]) if BATCH_KEY in meta else None
+                break
+    pending = [str(i.requestedTime()) for i in active.filterPendingCompactionTimeline().getInstants()]
+    done = active.getCommitTimeline().filterCompletedInstants().getInstants()
+    compactions = [str(i.requestedTime()) for i in done if str(i.getAction()) == "commit"]
+    is_mor = str(client.getTableType().name()) == "MERGE_ON_READ"
+    return TimelineSummary(
+        last_commit=last_commit,
+        last_action=last_action,
+        last_completed_at=completed,
+        applied_through=applied,
+        last_batch_id=batch_id,
+        pending_compactions=pending,
+        last_compaction=(compactions[-1] if compactions and is_mor else None),
+    )

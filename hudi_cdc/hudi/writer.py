@@ -1,0 +1,95 @@
+"""Folded rows + options -> one Hudi commit per table and batch."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from hudi_cdc.events import HOODIE_IS_DELETED
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did."""
+
+    table: str
+    upserted: int
+    deleted: int
+    commit_time: str | None
+    """Instant of the commit, None when there was nothing to write."""
+
+
+def _hadoop_fs(spark: SparkSession, base_path: str):  # type: ignore[no-untyped-def]
+    jvm = spark._jvm  # noqa: SLF001 - Hadoop's FileSystem is only reachable through the JVM gateway
+    path = jvm.org.apache.hadoop.fs.Path(base_path)
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path  # noqa: SLF001
+
+
+def table_exists(spark: SparkSession, base_path: str) -> bool:
+    """Whether a Hudi table has been created at `base_path` (any Hadoop file system)."""
+    fs, path = _hadoop_fs(spark, base_path)
+    return bool(fs.exists(spark._jvm.org.apache.hadoop.fs.Path(path, ".hoodie")))  # noqa: SLF001
+
+
+def latest_commit(spark: SparkSession, base_path: str) -> str | None:
+    """The newest completed commit/deltacommit instant, or None for no table."""
+    if not table_exists(spark, base_path):
+        return None
+    fs, _ = _hadoop_fs(spark, base_path)
+    helpers = spark._jvm.org.apache.hudi.HoodieDataSourceHelpers  # noqa: SLF001
+    instant = helpers.latestCommit(fs, base_path)
+    return str(instant) if instant else None
+
+
+def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
+    """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table."""
+    if not table_exists(spark, base_path):
+        return None
+    df = spark.read.format("hudi").load(base_path)
+    return df.drop(*[c for c in df.columns if c.startswith("_hoodie_")])
+
+
+def table_schema(spark: SparkSession, base_path: str) -> StructType | None:
+    """The stored table's columns (no Hudi meta columns), or None for no table."""
+    df = read_table(spark, base_path)
+    return df.schema if df is not None else None
+
+
+def write(
+    rows: DataFrame,
+    *,
+    table: str,
+    base_path: str,
+    options: dict[str, str],
+    commit_metadata: dict[str, str],
+) -> WriteResult:
+    """Upsert `rows` (deletes flagged by `_hoodie_is_deleted`) as one Hudi commit.
+
+    Commit order (the Kafka position moves only after this returns, see stream.py):
+    1. count what will be written (cached, so the write reuses it);
+    2. write: Hudi commits data and the commit metadata (Kafka offsets) atomically;
+    3. read back the instant of that commit.
+    """
+    spark = rows.sparkSession
+    rows = rows.persist()
+    try:
+        deleted_expr = F.col(HOODIE_IS_DELETED) if HOODIE_IS_DELETED in rows.columns else F.lit(False)
+        counts = rows.agg(
+            F.count(F.lit(1)).alias("n"), F.sum(deleted_expr.cast("int")).alias("deleted")
+        ).first()
+        total = int(counts["n"]) if counts else 0
+        deleted = int(counts["deleted"] or 0) if counts else 0
+        if total == 0:
+            return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
+        (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
+        commit = latest_commit(spark, base_path)
+        log.info("table %s: committed %s (%d upserts, %d deletes)", table, commit, total - deleted, deleted)
+        return WriteResult(table=table, upserted=total - deleted, deleted=deleted, commit_time=commit)
+    finally:
+        rows.unpersist()

@@ -1,0 +1,82 @@
+"""Per-batch, per-table counts: every consumed record ends in exactly one outcome (spec §6)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+
+log = logging.getLogger(__name__)
+
+OUTCOMES = (
+    "applied",
+    "collapsed",
+    "late",
+    "duplicate",
+    "deleted",
+    "truncate_ignored",
+    "tombstone",
+    "dead_letter",
+)
+
+
+@dataclass
+class TableMetrics:
+    """What one batch did to one table."""
+
+    table: str
+    read: int = 0
+    applied: int = 0
+    """Events whose values are in the table after the batch."""
+    collapsed: int = 0
+    """Events superseded by a newer event of the same key in the same batch."""
+    late: int = 0
+    """Events older than everything they touch in the stored row."""
+    duplicate: int = 0
+    deleted: int = 0
+    """Delete and applied truncate events."""
+    truncate_ignored: int = 0
+    tombstone: int = 0
+    dead_letter: int = 0
+    upserted_rows: int = 0
+    deleted_rows: int = 0
+    commit_time: str | None = None
+    error: str | None = None
+    """Set when the table was stopped for this batch (its records went to the dead-letter store)."""
+
+    def accounted(self) -> int:
+        return sum(getattr(self, name) for name in OUTCOMES)
+
+    def balanced(self) -> bool:
+        """Do the outcomes add up to the records read?"""
+        return self.accounted() == self.read
+
+
+@dataclass
+class BatchMetrics:
+    """Everything one micro-batch did."""
+
+    batch_id: int
+    tables: list[TableMetrics] = field(default_factory=list)
+    unrouted: int = 0
+    """Records on topics no route maps (dead-lettered)."""
+    seconds: float = 0.0
+
+    @property
+    def read(self) -> int:
+        return self.unrouted + sum(t.read for t in self.tables)
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "read": self.read}
+
+    def log(self) -> None:
+        """One INFO line per table, WARNING when the counts do not add up or a table stopped."""
+        for t in self.tables:
+            counts = " ".join(f"{name}={getattr(t, name)}" for name in OUTCOMES)
+            line = "batch %d table %s: read=%d %s upserted_rows=%d deleted_rows=%d commit=%s"
+            args = (self.batch_id, t.table, t.read, counts, t.upserted_rows, t.deleted_rows, t.commit_time)
+            if t.error or not t.balanced():
+                log.warning(line + " error=%s", *args, t.error or "counts do not add up")
+            else:
+                log.info(line, *args)
+        if self.unrouted:
+            log.warning("batch %d: %d records on unrouted topics went to the dead-letter store", self.batch_id, self.unrouted)

@@ -1,0 +1,96 @@
+"""Incoming columns vs the stored table -> SchemaDiff; the table policy decides (spec §7).
+
+Every mismatch is listed, then one error is raised, so a person sees the whole problem at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructField,
+    StructType,
+)
+
+from hudi_cdc.config import TableConfig
+from hudi_cdc.errors import SchemaChangeError
+
+log = logging.getLogger(__name__)
+
+_INTEGRAL_RANK = {ByteType: 0, ShortType: 1, IntegerType: 2, LongType: 3}
+
+
+def is_widening(old: DataType, new: DataType) -> bool:
+    """int -> bigint (any integral to a wider one), float -> double, decimal precision up, same scale."""
+    if type(old) in _INTEGRAL_RANK and type(new) in _INTEGRAL_RANK:
+        return _INTEGRAL_RANK[type(new)] > _INTEGRAL_RANK[type(old)]
+    if isinstance(old, FloatType) and isinstance(new, DoubleType):
+        return True
+    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
+        return new.scale == old.scale and new.precision > old.precision
+    return False
+
+
+@dataclass(frozen=True)
+class SchemaDiff:
+    """How the incoming columns differ from the stored table's."""
+
+    added: list[StructField] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    widened: list[tuple[str, DataType, DataType]] = field(default_factory=list)
+    incompatible: list[str] = field(default_factory=list)
+
+    def target_schema(self, stored: StructType) -> StructType:
+        """The table's data columns after applying the allowed changes (new columns appended, nullable)."""
+        widened = {name: new for name, _, new in self.widened}
+        fields = [StructField(f.name, widened.get(f.name, f.dataType), True) for f in stored.fields]
+        return StructType(fields + [StructField(f.name, f.dataType, True) for f in self.added])
+
+
+def diff(incoming: StructType, stored: StructType, table: TableConfig) -> SchemaDiff:
+    """Compare the decoded columns with the stored data columns (both without `_cdc_*`)."""
+    old = {f.name: f.dataType for f in stored.fields}
+    new = {f.name: f.dataType for f in incoming.fields}
+    result = SchemaDiff(
+        added=[f for f in incoming.fields if f.name not in old],
+        gone=[name for name in old if name not in new],
+    )
+    for name, new_type in new.items():
+        old_type = old.get(name)
+        if old_type is None or old_type == new_type:
+            continue
+        if is_widening(old_type, new_type) and name not in table.key:
+            result.widened.append((name, old_type, new_type))
+        else:
+            what = "key column type" if name in table.key else "type"
+            result.incompatible.append(
+                f"column {name}: {what} {old_type.simpleString()} -> {new_type.simpleString()} is not a widening"
+            )
+    return result
+
+
+def check(incoming: StructType, stored: StructType | None, table: TableConfig) -> StructType:
+    """The schema to write with, or SchemaChangeError when the change is not safe.
+
+    A brand-new table takes the incoming schema. Added columns and widenings are applied,
+    gone columns stay (and are logged), anything else stops the table unless it opted in.
+    """
+    if stored is None:
+        return StructType([StructField(f.name, f.dataType, True) for f in incoming.fields])
+    result = diff(incoming, stored, table)
+    for name in result.gone:
+        log.warning("table %s: column %s is gone at the source; it stays, new rows carry NULL", table.name, name)
+    for f in result.added:
+        log.info("table %s: new column %s %s", table.name, f.name, f.dataType.simpleString())
+    if result.incompatible and table.schema_policy != "allow_incompatible":
+        raise SchemaChangeError(table.name, result.incompatible)
+    return result.target_schema(stored)

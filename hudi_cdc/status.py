@@ -1,0 +1,51 @@
+"""`hudi-cdc status`: per table, what is committed and how the table is doing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from hudi_cdc.config import TableConfig
+from hudi_cdc.hudi import writer
+from hudi_cdc.hudi.timeline import summary
+
+
+def _data_files(spark: SparkSession, base_path: str) -> tuple[int, int]:
+    """(count, total bytes) of base and log files, excluding Hudi's metadata folder."""
+    jvm = spark._jvm  # noqa: SLF001
+    root = jvm.org.apache.hadoop.fs.Path(base_path)
+    fs = root.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+    files = fs.listFiles(root, True)
+    count = size = 0
+    while files.hasNext():
+        status = files.next()
+        path = str(status.getPath())
+        name = path.rsplit("/", 1)[-1]
+        if "/.hoodie/" in path:
+            continue
+        # base files are *.parquet; MOR log files are hidden: .<file id>_<instant>.log.<version>_<token>
+        if name.endswith(".parquet") or ".log." in name:
+            count += 1
+            size += int(status.getLen())
+    return count, size
+
+
+def table_status(spark: SparkSession, table: TableConfig) -> dict[str, Any]:
+    """One row of `hudi-cdc status`."""
+    row: dict[str, Any] = {"table": table.name, "type": table.type}
+    if not writer.table_exists(spark, table.base_path):
+        return {**row, "last_commit": None, "note": "not created yet"}
+    timeline = summary(spark, table.base_path)
+    files, size = _data_files(spark, table.base_path)
+    row.update(
+        last_commit=timeline.last_commit,
+        last_action=timeline.last_action,
+        applied_through=timeline.applied_through,
+        last_batch=timeline.last_batch_id,
+        pending_compactions=len(timeline.pending_compactions),
+        last_compaction=timeline.last_compaction,
+        files=files,
+        avg_file_kb=round(size / files / 1024, 1) if files else 0,
+    )
+    return row

@@ -1,0 +1,29 @@
+"""spark-submit entry point of the ingestion job.
+
+    spark-submit --jars <hudi bundle>,<spark-sql-kafka + deps> --py-files hudi_cdc.zip \
+        jobs/ingest.py --config job.yaml [--once]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from hudi_cdc import stream
+from hudi_cdc.config import load_config
+from hudi_cdc.logging_setup import configure
+from hudi_cdc.spark_session import get_or_create_session
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Ingest Debezium topics into Hudi tables.")
+    parser.add_argument("--config", required=True, help="job YAML file")
+    parser.add_argument("--once", action="store_true", help="process what is in Kafka now, then stop")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    configure(args.log_level)
+    config = load_config(args.config)
+    stream.run(get_or_create_session(app_name=config.job.name), config, once=args.once)
+
+
+if __name__ == "__main__":
+    main()
