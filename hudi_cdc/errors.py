@@ -53,8 +53,9 @@ class SchemaChangeError(TerminalError):
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(
             f"table {table}: incompatible schema change, nothing was written for it:\n{lines}\n"
-            "Its records stay in Kafka. Rewrite the table with the new schema (or opt in per table with "
-            "`schema_policy: allow_incompatible`) and restart; other tables keep flowing."
+            "Its records of this batch went to the dead-letter store (error_class SchemaChangeError), "
+            "other tables keep flowing. Rewrite the table with the new schema (or opt in per table with "
+            "`schema_policy: allow_incompatible`), then replay them with `hudi-cdc replay-dead-letters`."
         )
 
 
