@@ -19,7 +19,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars kafka  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars kafka connect  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -28,7 +28,7 @@ $(VENV)/.installed: setup.cfg
 	touch $@
 
 system-packages:  ## Debian packages the services need (Java 17, Maven)
-	@command -v mvn >/dev/null && test -n "$(JAVA17)" || { apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
+	@command -v mvn >/dev/null && test -n "$(JAVA17)" && test -x /usr/sbin/mariadbd || { apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven mariadb-server-core mariadb-client; }
 
 jars: $(BUILD)/jars/.fetched  ## Spark jars (Hudi bundle, Kafka source) -> build/jars
 $(BUILD)/jars/.fetched: infra/spark/pom.xml | system-packages
@@ -41,6 +41,15 @@ kafka: $(BUILD)/kafka/.fetched  ## Kafka broker classpath -> build/kafka/libs
 $(BUILD)/kafka/.fetched: infra/kafka/pom.xml | system-packages
 	rm -rf $(BUILD)/kafka && mkdir -p $(BUILD)/kafka/libs
 	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(BUILD)/kafka/libs
+	touch $@
+
+.PHONY: connect
+connect: $(BUILD)/connect/.fetched  ## Kafka Connect worker + Debezium MariaDB plugin -> build/connect/{libs,plugins}
+$(BUILD)/connect/.fetched: infra/connect/pom.xml | system-packages
+	rm -rf $(BUILD)/connect && mkdir -p $(BUILD)/connect/libs $(BUILD)/connect/plugins
+	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DexcludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/libs
+	$(MVN) -f $< $(DEP):unpack-dependencies -DincludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/plugins \
+	    -DmarkersDirectory=$(CURDIR)/$(BUILD)/connect/.markers
 	touch $@
 
 demo: install  ## start local Kafka, produce a Debezium stream, ingest it into Hudi, print the tables

@@ -102,6 +102,22 @@ def compact(config_path: str, tables: tuple[str, ...]) -> None:
     out.table("compactions", rows)
 
 
+@cli.command("replay-dead-letters")
+@config_option
+@click.option("--table", "tables", multiple=True, help="Only these tables (default: all).")
+@click.option("--error-class", default="SchemaChangeError", show_default=True, help="Which rejects to replay.")
+@catch_errors
+def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: str) -> None:
+    """Re-apply dead-lettered records (e.g. after fixing a schema change); safe to repeat."""
+    from hudi_cdc import stream
+    from hudi_cdc.spark_session import get_or_create_session
+
+    config = load_config(config_path)
+    spark = get_or_create_session(app_name=f"{config.job.name}-replay")
+    metrics = stream.replay_dead_letters(spark, config, tables=list(tables), error_class=error_class)
+    output_for(False).table("replayed", [vars(t) for t in metrics.tables])
+
+
 def main() -> None:
     cli()
 

@@ -1,0 +1,265 @@
+"""A single-node Kafka broker (KRaft, broker and controller in one JVM) for tests and the demo.
+
+The classpath comes from `make kafka` (build/kafka/libs, pinned in infra/kafka/pom.xml). Each
+start picks free 127.0.0.1 ports, wipes the data dir, formats it with a new cluster id and
+runs `kafka.Kafka` on Java 17. Files live in build/run/kafka/.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from hudi_cdc.errors import ServiceError
+from hudi_cdc.services.process import (
+    ServiceProcess,
+    ensure_directory_free,
+    free_port,
+    java17_home,
+    port_open,
+    run_dir,
+)
+from hudi_cdc.spark_session import build_dir
+
+log = logging.getLogger(__name__)
+
+SERVICE = "kafka"
+KafkaRecord = tuple[bytes | None, bytes | None]
+ClientConfig = dict[str, str | int | float | bool]
+# Start-up over throughput: on 2 shared cores C1-only JIT and the serial GC start the broker
+# in ~6 s instead of ~10 s, and test traffic is tiny.
+FAST_START_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+# Kafka 4.x logs through log4j2; a .properties file needs no YAML/JSON parser on the classpath.
+LOG4J2_PROPERTIES = """\
+status = warn
+name = hudi-cdc-{service}
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRefs = stdout
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = WARN
+logger.common.name = org.apache.kafka.common.utils.AppInfoParser
+logger.common.level = WARN
+"""
+
+
+def write_log4j2(directory: Path, service: str) -> Path:
+    """Write the log4j2 config (console only: ServiceProcess sends stdout to the log file)."""
+    path = directory / "log4j2.properties"
+    path.write_text(LOG4J2_PROPERTIES.format(service=service))
+    return path
+
+
+def _cluster_id() -> str:
+    # What `kafka-storage random-uuid` prints: a type-4 UUID, URL-safe base64 without padding.
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class LocalKafka:
+    """A one-node KRaft Kafka on free 127.0.0.1 ports; use as a context manager or start/stop."""
+
+    def __init__(
+        self,
+        *,
+        directory: Path | None = None,
+        libs: Path | None = None,
+        heap: str = "512m",
+        jvm_options: tuple[str, ...] = FAST_START_JVM_OPTIONS,
+        startup_timeout: float = 120.0,
+    ) -> None:
+        self.directory = directory or run_dir(SERVICE)
+        self.libs = libs or build_dir() / "kafka" / "libs"
+        self.heap = heap
+        self.jvm_options = jvm_options
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self.controller_port = 0
+        self.startup_seconds: float | None = None
+        """Wall time of the last `start()` (format + JVM start + readiness)."""
+        self._process: ServiceProcess | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """`127.0.0.1:<port>` of the running broker."""
+        if not self.port:
+            raise ServiceError(SERVICE, "not started")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """The broker's log file (stdout and stderr of the JVM)."""
+        return self.directory / f"{SERVICE}.log"
+
+    def log_tail(self, n: int = 60) -> str:
+        """The last `n` lines of the broker log."""
+        return self._process.log_tail(n) if self._process else ""
+
+    def client_config(self) -> ClientConfig:
+        """The settings a confluent-kafka client needs to reach this broker."""
+        return {"bootstrap.servers": self.bootstrap_servers}
+
+    def start(self) -> LocalKafka:
+        """Format a fresh data dir and start the broker; return when AdminClient answers."""
+        began = time.monotonic()
+        ensure_directory_free(SERVICE, self.directory)
+        if not any(self.libs.glob("kafka_2.13-*.jar")):
+            raise ServiceError(SERVICE, f"no broker classpath in {self.libs}; run `make kafka`")
+        data = self.directory / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        self.port, self.controller_port = free_port(), free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        server_properties = self._write_server_properties(data)
+        log4j2 = write_log4j2(self.directory, SERVICE)
+        java = str(java17_home() / "bin" / "java")
+        common = [f"-Dlog4j2.configurationFile={log4j2}", "-Djava.awt.headless=true", "-cp", f"{self.libs}/*"]
+        process = ServiceProcess(
+            SERVICE,
+            [
+                java,
+                "-Xms128m",
+                f"-Xmx{self.heap}",
+                *self.jvm_options,
+                *common,
+                "kafka.Kafka",
+                str(server_properties),
+            ],
+            directory=self.directory,
+        )
+        process.log_path.unlink(missing_ok=True)  # one log per start, like the data dir
+        self._format(java, common, server_properties, process)
+        process.start()
+        self._process = process
+        try:
+            process.wait_ready(self._ready, timeout=self.startup_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+        log.info("kafka up at %s in %.1fs", self.bootstrap_servers, self.startup_seconds)
+        return self
+
+    def stop(self) -> None:
+        """Stop the broker JVM (by its PID). Idempotent."""
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+
+    def __enter__(self) -> LocalKafka:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def create_topics(
+        self, names: Iterable[str], partitions: int = 1, *, config: Mapping[str, str] | None = None
+    ) -> None:
+        """Create topics (replication factor 1) and wait until the broker confirms each."""
+        admin = AdminClient(self.client_config())
+        topics = [
+            NewTopic(n, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+            for n in names
+        ]
+        for name, future in admin.create_topics(topics, operation_timeout=30, request_timeout=30).items():
+            try:
+                future.result(timeout=60)
+            except KafkaException as exc:
+                raise ServiceError(SERVICE, f"could not create topic {name}: {exc}") from exc
+
+    def produce(self, topic: str, records: Iterable[KafkaRecord]) -> int:
+        """Send (key, value) records in order (None value = tombstone), flush, return the count."""
+        producer = Producer({**self.client_config(), "linger.ms": 0, "enable.idempotence": True})
+        failures: list[str] = []
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                failures.append(f"{msg.topic()}: {err}")
+
+        count = 0
+        for key, value in records:
+            producer.produce(topic, key=key, value=value, on_delivery=delivered)
+            producer.poll(0)
+            count += 1
+        remaining = producer.flush(60)
+        if remaining or failures:
+            raise ServiceError(
+                SERVICE, f"{remaining} records unsent, {len(failures)} failed to {topic}: {failures[:3]}"
+            )
+        return count
+
+    def _write_server_properties(self, data: Path) -> Path:
+        # One node: every internal topic gets replication factor 1 and a single partition
+        # (the default 50-partition __consumer_offsets makes the first consumer group slow).
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(data),
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            "min.insync.replicas": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "true",
+        }
+        path = self.directory / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return path
+
+    def _format(self, java: str, common: list[str], server_properties: Path, process: ServiceProcess) -> None:
+        # A static voter set (controller.quorum.voters) lets `format` run without --standalone.
+        command = [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *common, "kafka.tools.StorageTool",
+                   "format", "-t", _cluster_id(), "-c", str(server_properties)]  # fmt: skip
+        with open(process.log_path, "ab") as out:
+            out.write(f"\n=== {time.strftime('%H:%M:%S')} format: {' '.join(command)}\n".encode())
+            out.flush()
+            result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
+        if result.returncode != 0:
+            raise ServiceError(
+                SERVICE, f"formatting the data dir failed (exit {result.returncode})", process.log_tail()
+            )
+
+    def _ready(self) -> bool:
+        # Probe the port first: librdkafka logs every refused connection to stderr.
+        if not port_open(self.port):
+            return False
+        metadata = AdminClient(self.client_config()).list_topics(timeout=2)
+        return bool(metadata.brokers)

@@ -1,0 +1,102 @@
+"""Real services for integration tests: one Kafka, MariaDB and Connect worker per session.
+
+Each is started by the same hudi_cdc.services module the demo uses, on free ports, with its
+files under build/run/<service>/. When an integration test fails, the tails of the service
+logs written during this session are attached to its report.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from hudi_cdc.services.connect import LocalConnect
+from hudi_cdc.services.kafka import LocalKafka
+from hudi_cdc.services.mariadb import LocalMariaDB
+from hudi_cdc.services.process import log_tail
+from hudi_cdc.spark_session import build_dir
+
+ReadTopic = Callable[..., list[Message]]
+
+_LOG_TAIL_LINES = 60
+_session_began = time.time()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[LocalKafka]:
+    """A one-node KRaft broker for the whole session."""
+    with LocalKafka() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[LocalMariaDB]:
+    """A MariaDB server with a ROW binlog and a `debezium` replication user."""
+    with LocalMariaDB() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def connect(kafka: LocalKafka) -> Iterator[LocalConnect]:
+    """A Kafka Connect worker with the Debezium MariaDB plugin, on the session's broker."""
+    with LocalConnect(kafka.bootstrap_servers) as worker:
+        yield worker
+
+
+@pytest.fixture(scope="session")
+def read_topic(kafka: LocalKafka) -> ReadTopic:
+    """`read_topic(topic, count=n, timeout=60)`: the first n records of a topic, in offset order.
+
+    Waits for the topic to exist (Debezium creates its topics on the first event).
+    """
+
+    def read(topic: str, *, count: int, timeout: float = 60.0) -> list[Message]:
+        deadline = time.monotonic() + timeout
+        admin = AdminClient(kafka.client_config())
+        while (metadata := admin.list_topics(timeout=10)).topics.get(topic) is None:
+            if time.monotonic() > deadline:
+                pytest.fail(f"topic {topic} did not appear within {timeout:.0f}s")
+            time.sleep(0.25)
+        partitions = sorted(metadata.topics[topic].partitions)
+        consumer = Consumer(
+            {**kafka.client_config(), "group.id": f"test-{uuid.uuid4().hex}", "enable.auto.commit": False}
+        )
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        records: list[Message] = []
+        try:
+            while len(records) < count and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                # A tombstone Message is falsy (its len() is that of its None value): test `is None`.
+                if msg is None:
+                    continue
+                if msg.error() is not None and msg.error().code() != KafkaError._PARTITION_EOF:
+                    pytest.fail(f"consuming {topic}: {msg.error()}")
+                if msg.error() is None:
+                    records.append(msg)
+        finally:
+            consumer.close()
+        if len(records) < count:
+            pytest.fail(f"{topic}: {len(records)} of {count} records within {timeout:.0f}s")
+        return records
+
+    return read
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """On a failed integration test (or fixture), attach the tails of this session's service logs."""
+    report = yield
+    if report.failed and item.get_closest_marker("integration") is not None:
+        for path in sorted((build_dir() / "run").glob("*/*.log")):
+            if path.stat().st_mtime >= _session_began:
+                report.sections.append(
+                    (f"{path.parent.name} log tail ({path})", log_tail(path, _LOG_TAIL_LINES))
+                )
+    return report
