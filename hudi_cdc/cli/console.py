@@ -118,6 +118,39 @@ def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: 
     output_for(False).table("replayed", [vars(t) for t in metrics.tables])
 
 
+@cli.command("resume-binlog")
+@click.option("--connect-url", required=True, help="Kafka Connect REST URL, e.g. http://connect:8083")
+@click.option("--connector", "name", required=True, help="Debezium connector name.")
+@click.option("--file", "binlog_file", required=True, help="Binlog file, e.g. mariadb-bin.000003")
+@click.option("--pos", "binlog_pos", required=True, type=click.IntRange(min=4), help="Event boundary in that file.")
+@click.option(
+    "--connector-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON config to create the connector with, if it does not exist yet.",
+)
+@click.option("--gtids", default=None, help="GTID state at that position (looked up on the source if omitted).")
+@catch_errors
+def resume_binlog(
+    connect_url: str, name: str, binlog_file: str, binlog_pos: int, connector_config: str | None, gtids: str | None
+) -> None:
+    """Start (or restart) a Debezium MySQL/MariaDB connector from an explicit binlog file and position.
+
+    Use it after a resumable snapshot: incremental capture must start from the position of the
+    FIRST snapshot, or changes made while the snapshot ran are lost.
+    """
+    import json
+    from pathlib import Path
+
+    from hudi_cdc.services.connect import ConnectRest, start_connector_at_binlog
+
+    config = json.loads(Path(connector_config).read_text()) if connector_config else {}
+    config = config.get("config", config)
+    state = start_connector_at_binlog(
+        ConnectRest(connect_url), name, config, binlog_file=binlog_file, binlog_pos=binlog_pos, gtids=gtids
+    )
+    output_for(False).message(f"{name}: {state.get('connector', {}).get('state')} from {binlog_file}:{binlog_pos}")
+
+
 def main() -> None:
     cli()
 
