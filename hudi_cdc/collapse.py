@@ -180,7 +180,7 @@ def fold(
         exists = exists | live[c]
     newest_write = F.greatest(*[order_of[c] for c in columns]) if len(columns) > 1 else order_of[columns[0]]
     r = F.greatest(F.col(_FINAL_DEL), newest_write)
-    truncated_last = F.lit(truncation is not None) & (r == trunc_order) & (F.col("__last.%s" % ORDER) < r)
+    truncated_last = F.lit(truncation is not None) & (r == trunc_order) & (F.col(f"__last.{ORDER}") < r)
 
     values = [F.col(c) if c in key else F.when(live[c], F.col(f"__w__{c}.v")).alias(c) for c in columns]
     final_sig = _signature(F.col(_FINAL_DEL), [order_of[c] for c in columns])

@@ -26,7 +26,7 @@ from hudi_cdc.errors import SchemaChangeError
 
 log = logging.getLogger(__name__)
 
-_INTEGRAL_RANK = {ByteType: 0, ShortType: 1, IntegerType: 2, LongType: 3}
+_INTEGRAL_RANK: dict[type[DataType], int] = {ByteType: 0, ShortType: 1, IntegerType: 2, LongType: 3}
 
 
 def is_widening(old: DataType, new: DataType) -> bool:

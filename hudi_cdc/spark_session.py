@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -60,3 +61,16 @@ def get_or_create_session(
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def jvm(spark: SparkSession) -> Any:
+    """The JVM gateway (Hadoop FileSystem, Hudi timeline APIs are only reachable through it)."""
+    gateway = spark._jvm
+    if gateway is None:
+        raise RuntimeError("this SparkSession has no JVM gateway (Spark Connect is not supported)")
+    return gateway
+
+
+def hadoop_conf(spark: SparkSession) -> Any:
+    """The session's Hadoop configuration (JVM object)."""
+    return spark._jsc.hadoopConfiguration()

@@ -9,13 +9,14 @@ from pyspark.sql import SparkSession
 from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.timeline import summary
+from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
 def _data_files(spark: SparkSession, base_path: str) -> tuple[int, int]:
     """(count, total bytes) of base and log files, excluding Hudi's metadata folder."""
-    jvm = spark._jvm  # noqa: SLF001
-    root = jvm.org.apache.hadoop.fs.Path(base_path)
-    fs = root.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+    gateway = jvm(spark)
+    root = gateway.org.apache.hadoop.fs.Path(base_path)
+    fs = root.getFileSystem(hadoop_conf(spark))
     files = fs.listFiles(root, True)
     count = size = 0
     while files.hasNext():

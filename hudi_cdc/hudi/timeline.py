@@ -9,6 +9,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.offsets import BATCH_KEY, OFFSETS_KEY
+from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
 @dataclass(frozen=True)
@@ -26,14 +27,14 @@ class TimelineSummary:
 
 
 def _meta_client(spark: SparkSession, base_path: str) -> Any:
-    jvm = spark._jvm  # noqa: SLF001 - Hudi's timeline API is only reachable through the JVM gateway
-    conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(spark._jsc.hadoopConfiguration())  # noqa: SLF001
-    return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
+    gateway = jvm(spark)
+    conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
+    return gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
 
 
 def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
     """Last commit and its Kafka positions, pending and last compaction."""
-    jvm = spark._jvm  # noqa: SLF001
+    gateway = jvm(spark)
     client = _meta_client(spark, base_path)
     active = client.getActiveTimeline()
     commits = active.getCommitsTimeline().filterCompletedInstants()
@@ -47,7 +48,7 @@ def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
         completed = str(instant.getCompletionTime())
         # the newest commit carrying our metadata (compaction commits carry none)
         for candidate in reversed(list(commits.getInstants())):
-            extra = jvm.org.apache.hudi.common.table.timeline.TimelineUtils.getCommitMetadata(candidate, commits)
+            extra = gateway.org.apache.hudi.common.table.timeline.TimelineUtils.getCommitMetadata(candidate, commits)
             meta = dict(extra.getExtraMetadata())
             if OFFSETS_KEY in meta:
                 applied = json.loads(meta[OFFSETS_KEY])

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from hudi_cdc.events import HOODIE_IS_DELETED
+from hudi_cdc.spark_session import hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +27,15 @@ class WriteResult:
 
 
 def _hadoop_fs(spark: SparkSession, base_path: str):  # type: ignore[no-untyped-def]
-    jvm = spark._jvm  # noqa: SLF001 - Hadoop's FileSystem is only reachable through the JVM gateway
-    path = jvm.org.apache.hadoop.fs.Path(base_path)
-    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path  # noqa: SLF001
+    gateway = jvm(spark)
+    path = gateway.org.apache.hadoop.fs.Path(base_path)
+    return path.getFileSystem(hadoop_conf(spark)), path
 
 
 def table_exists(spark: SparkSession, base_path: str) -> bool:
     """Whether a Hudi table has been created at `base_path` (any Hadoop file system)."""
     fs, path = _hadoop_fs(spark, base_path)
-    return bool(fs.exists(spark._jvm.org.apache.hadoop.fs.Path(path, ".hoodie")))  # noqa: SLF001
+    return bool(fs.exists(jvm(spark).org.apache.hadoop.fs.Path(path, ".hoodie")))
 
 
 def latest_commit(spark: SparkSession, base_path: str) -> str | None:
@@ -42,7 +43,7 @@ def latest_commit(spark: SparkSession, base_path: str) -> str | None:
     if not table_exists(spark, base_path):
         return None
     fs, _ = _hadoop_fs(spark, base_path)
-    helpers = spark._jvm.org.apache.hudi.HoodieDataSourceHelpers  # noqa: SLF001
+    helpers = jvm(spark).org.apache.hudi.HoodieDataSourceHelpers
     instant = helpers.latestCommit(fs, base_path)
     return str(instant) if instant else None
 

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.errors import SchemaChangeError
