@@ -119,6 +119,8 @@ class TableConfig(_Frozen):
                 raise ValueError(f"key/partition columns {missing} are not among `columns` {list(self.columns)}")
         if self.mode == "patch" and not self.columns:
             raise ValueError("patch tables need `columns` (patch messages carry no schema)")
+        if self.mode == "patch" and self.ordering == "source":
+            raise ValueError("patch tables need `ordering`: the message field that orders them, e.g. `ts`")
         return self
 
     @property

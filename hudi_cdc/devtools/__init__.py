@@ -1,0 +1,1 @@
+"""Helpers for the demo, tests and benchmarks: never used on the data path."""
