@@ -21,7 +21,7 @@ help:  ## list targets
 
 install: $(VENV)/.installed jars kafka connect  ## venv + package + jars + Kafka (idempotent, cached)
 
-$(VENV)/.installed: setup.cfg
+$(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
