@@ -19,7 +19,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars kafka connect  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars kafka connect trino  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,6 +51,21 @@ $(BUILD)/connect/.fetched: infra/connect/pom.xml | system-packages
 	$(MVN) -f $< $(DEP):unpack-dependencies -DincludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/plugins \
 	    -DmarkersDirectory=$(CURDIR)/$(BUILD)/connect/.markers
 	touch $@
+
+TRINO_VERSION := $(shell cat infra/trino/VERSION)
+.PHONY: trino sql
+trino: $(BUILD)/trino/.fetched  ## Trino server (Java 25) with its Hudi and Hive plugins -> build/trino
+$(BUILD)/trino/.fetched: infra/trino/VERSION | system-packages
+	rm -rf $(BUILD)/trino && mkdir -p $(BUILD)/trino $(BUILD)/dl
+	$(MVN) $(DEP):copy -Dartifact=io.trino:trino-server:$(TRINO_VERSION):tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/dl
+	tar -xzf $(BUILD)/dl/trino-server-$(TRINO_VERSION).tar.gz -C $(BUILD)/trino
+	# keep only the connectors we use (the full server ships ~50 plugins)
+	find $(BUILD)/trino/trino-server-$(TRINO_VERSION)/plugin -mindepth 1 -maxdepth 1 -type d ! -name hudi ! -name hive -exec rm -rf {} +
+	rm -f $(BUILD)/dl/trino-server-$(TRINO_VERSION).tar.gz
+	touch $@
+
+sql: install  ## query the demo's tables with Trino: make sql Q="select * from shop.customers"
+	$(PY) -m hudi_cdc.devtools.sql "$(Q)"
 
 demo: install  ## start local Kafka, produce a Debezium stream, ingest it into Hudi, print the tables
 	$(PY) -m hudi_cdc.demo

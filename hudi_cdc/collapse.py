@@ -135,6 +135,7 @@ def fold(
     key: list[str],
     soft_deletes: bool,
     truncation: Truncation | None,
+    sticky: frozenset[str] = frozenset(),
 ) -> FoldResult:
     """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
 
@@ -145,6 +146,7 @@ def fold(
         key: record key columns.
         soft_deletes: whether the table keeps deleted rows with `_cdc_deleted = true`.
         truncation: the newest applied truncate of the batch, if any.
+        sticky: columns a delete does not clear (the partition columns).
     """
     columns = [f.name for f in schema.fields]
     writes = _events_as_writes(events, columns).unionByName(
@@ -182,7 +184,14 @@ def fold(
     r = F.greatest(F.col(_FINAL_DEL), newest_write)
     truncated_last = F.lit(truncation is not None) & (r == trunc_order) & (F.col(f"__last.{ORDER}") < r)
 
-    values = [F.col(c) if c in key else F.when(live[c], F.col(f"__w__{c}.v")).alias(c) for c in columns]
+    # partition columns are where the row lives: a delete does not clear them, so a soft-deleted
+    # row stays in its partition instead of moving to a NULL one
+    values = [
+        F.col(c)
+        if c in key
+        else (F.col(f"__w__{c}.v") if c in sticky else F.when(live[c], F.col(f"__w__{c}.v"))).alias(c)
+        for c in columns
+    ]
     final_sig = _signature(F.col(_FINAL_DEL), [order_of[c] for c in columns])
     # a key whose stored state the batch does not change is not rewritten (late events, replays)
     changed = F.when(F.col(_HAD_ROW), F.col(_STORED_SIG) != final_sig).otherwise(

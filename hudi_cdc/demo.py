@@ -22,9 +22,12 @@ from pyspark.sql import SparkSession
 from hudi_cdc import stream
 from hudi_cdc.config import Config, load_config
 from hudi_cdc.devtools.debezium import Column, DebeziumTable, KafkaRecord
+from hudi_cdc.hudi.compaction_job import run_compaction
 from hudi_cdc.logging_setup import configure
 from hudi_cdc.metrics import OUTCOMES, BatchMetrics
+from hudi_cdc.services.hms import LocalMetastore
 from hudi_cdc.services.kafka import LocalKafka
+from hudi_cdc.services.trino import LocalTrino
 from hudi_cdc.spark_session import build_dir, get_or_create_session
 
 log = logging.getLogger("hudi_cdc.demo")
@@ -148,8 +151,9 @@ def main() -> None:
     run_dir = build_dir() / "run" / "demo"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    with LocalKafka() as kafka:
+    with LocalKafka() as kafka, LocalMetastore(directory=run_dir / "hms") as hms:
         os.environ["HUDI_CDC_BOOTSTRAP"] = kafka.bootstrap_servers
+        os.environ["HUDI_CDC_METASTORE"] = hms.uri
         os.environ["HUDI_CDC_RUN"] = str(run_dir)
         config = load_config(CONFIG)
         kafka.create_topics([CUSTOMERS.topic, ORDERS.topic])
@@ -166,7 +170,28 @@ def main() -> None:
         letters = spark.read.parquet(config.job.dead_letter_path)
         print(f"\nDead-letter store {config.job.dead_letter_path}:")
         letters.select("table", "topic", "partition", "offset", "error_class", "error_message").show(truncate=90)
+        # what `hudi-cdc compact` does: the read-optimized view catches up with the log files
+        for table in config.tables:
+            if table.type == "MERGE_ON_READ":
+                print("\ncompaction:", run_compaction(spark, table, force=True))
         spark.stop()
+        _query_with_trino(hms.uri)
+
+
+def _query_with_trino(metastore_uri: str) -> None:
+    """The synced tables, queried the way users will: Trino through the metastore."""
+    with LocalTrino(metastore_uri) as trino:
+        print(f"\nTrino {trino.url}, catalog hudi:")
+        # Trino's Hudi connector reads merge-on-read tables through the read-optimized view
+        for sql in (
+            "show tables from shop",
+            "select id, first_name, balance, _cdc_op from shop.customers order by id",
+            "select order_id, status, amount, _cdc_deleted from shop.orders_ro order by order_id",
+        ):
+            print(f"trino> {sql}")
+            for row in trino.query(sql):
+                print("   ", row)
+    print("\nQuery them again any time: make sql Q=\"select * from shop.customers\"")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,8 @@ class BatchMetrics:
     unrouted: int = 0
     """Records on topics no route maps (dead-lettered)."""
     seconds: float = 0.0
+    hive_sync_lagging: list[str] = field(default_factory=list)
+    """Tables whose newest commit is not registered in the metastore yet (retried next batch)."""
 
     @property
     def read(self) -> int:

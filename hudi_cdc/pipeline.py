@@ -23,6 +23,7 @@ from hudi_cdc.decode import decode
 from hudi_cdc.errors import SchemaChangeError
 from hudi_cdc.events import COLUMN_ORDERS, DELETED, OP, ORDER, SOURCE, TS_MS, Op
 from hudi_cdc.hudi import writer
+from hudi_cdc.hudi.hive_sync import MetastoreSync
 from hudi_cdc.hudi.options import write_options
 from hudi_cdc.merge import rows_to_write, stored_columns
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
@@ -40,6 +41,8 @@ class BatchContext:
 
     config: Config
     batch_id: int
+    metastore: MetastoreSync | None = None
+    """Keeps Hive registrations current across batches; None when no metastore is configured."""
 
 
 def route(raw: DataFrame, config: Config) -> DataFrame:
@@ -75,6 +78,13 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 metrics.tables.append(_run_table(records, counts[table.name], table, ctx))
     finally:
         routed.unpersist()
+    if ctx.metastore is not None:
+        # after every data commit of the batch: an outage delays registration, never data
+        for t in metrics.tables:
+            if t.commit_time:
+                ctx.metastore.note_commit(ctx.config.table(t.table), t.commit_time)
+        states = ctx.metastore.sync_due(raw.sparkSession, ctx.config.tables)
+        metrics.hive_sync_lagging = sorted(name for name, state in states.items() if state.lagging)
     metrics.seconds = time.monotonic() - started
     metrics.log()
     return metrics
@@ -114,6 +124,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             key=table.key,
             soft_deletes=table.deletes == "soft",
             truncation=truncation,
+            sticky=frozenset(table.partition_by),
         )
         for row in result.outcomes.groupBy("outcome").count().collect():
             setattr(metrics, row["outcome"], int(row["count"]))

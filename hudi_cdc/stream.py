@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc.config import Config
+from hudi_cdc.hudi.hive_sync import MetastoreSync
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.pipeline import BatchContext, run_batch
 
@@ -40,6 +41,21 @@ def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
     return reader.load()
 
 
+def metastore_sync(config: Config) -> MetastoreSync | None:
+    """The job's metastore syncer; every table is re-checked once at start (its last sync may have failed)."""
+    if not config.job.metastore_uris:
+        return None
+    sync = MetastoreSync(config.job.metastore_uris, sync_state_path(config))
+    for table in config.tables:
+        sync.note_commit(table, None)
+    return sync
+
+
+def sync_state_path(config: Config) -> str:
+    """Where the job records its metastore sync state (beside its checkpoint)."""
+    return config.job.checkpoint_dir.rstrip("/") + "_hive_sync.json"
+
+
 def run(
     spark: SparkSession,
     config: Config,
@@ -49,8 +65,10 @@ def run(
 ) -> None:
     """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval."""
 
+    metastore = metastore_sync(config)
+
     def handle(batch: DataFrame, batch_id: int) -> None:
-        metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
+        metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id, metastore=metastore))
         if on_batch is not None:
             on_batch(metrics)
 

