@@ -79,9 +79,24 @@ def run(
         .option("checkpointLocation", config.job.checkpoint_dir)
     )
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=config.job.trigger_interval)
+    if metastore is not None:
+        # a sync that failed before a restart, or tables never registered
+        metastore.sync_due(spark, config.tables)
     query = writer.start()
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
-    query.awaitTermination()
+    # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
+    while not query.awaitTermination(timeout=_seconds(config.job.trigger_interval)):
+        if metastore is not None:
+            metastore.sync_due(spark, config.tables)
+    if metastore is not None:
+        metastore.sync_due(spark, config.tables)
+
+
+def _seconds(interval: str) -> int:
+    """'30 seconds' / '2 minutes' -> seconds (Spark's trigger interval syntax, common units)."""
+    amount, _, unit = interval.strip().partition(" ")
+    factor = {"second": 1, "minute": 60, "hour": 3600}.get(unit.rstrip("s").strip() or "second", 1)
+    return max(1, int(float(amount) * factor))
 
 
 def replay_dead_letters(

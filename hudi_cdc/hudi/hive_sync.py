@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -97,6 +98,8 @@ class MetastoreSync:
         self.metastore_uris = metastore_uris
         self.state_path = state_path
         self.states: dict[str, SyncState] = {}
+        # foreachBatch runs on a py4j callback thread while the driver loop retries on its own
+        self._lock = threading.Lock()
 
     def note_commit(self, table: TableConfig, commit: str | None) -> None:
         """A data commit happened (or, with None at start-up, may be unregistered)."""
@@ -105,6 +108,10 @@ class MetastoreSync:
 
     def sync_due(self, spark: SparkSession, tables: list[TableConfig]) -> dict[str, SyncState]:
         """Sync every table whose newest commit is not registered yet; never raises."""
+        with self._lock:
+            return self._sync_due(spark, tables)
+
+    def _sync_due(self, spark: SparkSession, tables: list[TableConfig]) -> dict[str, SyncState]:
         for table in tables:
             if not table.hive.enabled:
                 continue
@@ -129,7 +136,7 @@ class MetastoreSync:
             state.synced_commit, state.last_error, state.failed_attempts = state.pending_commit, None, 0
             log.info("table %s: synced to metastore as %s.%s", table.name, table.hive.database, table.hive_table)
         self._save(spark)
-        return self.states
+        return dict(self.states)
 
     def _save(self, spark: SparkSession) -> None:
         if self.state_path is None:

@@ -16,9 +16,11 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from hudi_cdc.services.connect import LocalConnect
+from hudi_cdc.services.hms import LocalMetastore
 from hudi_cdc.services.kafka import LocalKafka
 from hudi_cdc.services.mariadb import LocalMariaDB
 from hudi_cdc.services.process import log_tail
+from hudi_cdc.services.trino import LocalTrino
 from hudi_cdc.spark_session import build_dir
 
 ReadTopic = Callable[..., list[Message]]
@@ -32,6 +34,20 @@ def kafka() -> Iterator[LocalKafka]:
     """A one-node KRaft broker for the whole session."""
     with LocalKafka() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def metastore() -> Iterator[LocalMetastore]:
+    """A Hive Metastore (embedded Derby) for the whole session."""
+    with LocalMetastore() as hms:
+        yield hms
+
+
+@pytest.fixture(scope="session")
+def trino(metastore: LocalMetastore) -> Iterator[LocalTrino]:
+    """Trino with the Hudi connector on the session's metastore."""
+    with LocalTrino(metastore.uri) as engine:
+        yield engine
 
 
 @pytest.fixture(scope="session")

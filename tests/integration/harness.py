@@ -33,6 +33,11 @@ class Job:
     suffix: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     checkpoint: str = "cp"
     created: set[str] = field(default_factory=set)
+    metastore_uris: str | None = None
+
+    @property
+    def database(self) -> str:
+        return f"db_{self.suffix}"
 
     def topic(self, table: str) -> str:
         return f"srv{self.suffix}.db.{table}"
@@ -49,9 +54,12 @@ class Job:
                     "name": f"test-{self.suffix}",
                     "checkpoint_dir": str(self.root / self.checkpoint),
                     "dead_letter_path": str(self.root / "dead_letter"),
+                    "metastore_uris": self.metastore_uris,
                 },
                 "routes": [{"topic": self.topic(t["name"]), "table": t["name"]} for t in self.tables],
-                "tables": [{"base_path": self.path(t["name"]), **t} for t in self.tables],
+                "tables": [
+                    {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t} for t in self.tables
+                ],
             }
         )
 
