@@ -83,5 +83,11 @@ lint: $(VENV)/.installed  ## ruff + mypy strict
 	$(VENV)/bin/ruff check hudi_cdc jobs tests
 	$(VENV)/bin/mypy
 
+test-deep: install  ## long property-based runs (HYPOTHESIS_PROFILE=deep)
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q tests/unit/test_collapse.py tests/integration/test_semantics_property.py
+
+bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory
+	$(PY) -m hudi_cdc.devtools.bench $(BENCH_ARGS)
+
 clean:  ## remove build outputs (keeps the venv)
 	rm -rf $(BUILD)/run $(BUILD)/logs

@@ -72,12 +72,24 @@ class Truncation:
 
 @dataclass(frozen=True)
 class FoldResult:
-    """Folded rows (one per touched key) and the per-event outcome used for counting."""
+    """Folded rows (one per touched key) and how to judge each event against them."""
 
     rows: DataFrame
-    """Key + table columns + _cdc_* state + __exists + __had_row + __changed."""
-    outcomes: DataFrame
-    """One row per non-truncate event: its Kafka position and `outcome`."""
+    """Key + table columns + _cdc_* state + __exists + __had_row + __changed + __final_*."""
+    events: DataFrame
+    stored: DataFrame
+    columns: list[str]
+    key: list[str]
+    soft: bool
+
+    @property
+    def outcomes(self) -> DataFrame:
+        """One row per non-truncate event: its Kafka position and `outcome`."""
+        return self.outcomes_for(self.rows)
+
+    def outcomes_for(self, rows: DataFrame) -> DataFrame:
+        """Outcomes judged against `rows` (pass a persisted copy of `rows` to avoid refolding)."""
+        return _outcomes(self.events, rows, self.stored, self.columns, self.key, self.soft)
 
 
 def _stored_as_writes(stored: DataFrame, columns: list[str], soft: bool) -> DataFrame:
@@ -224,8 +236,7 @@ def fold(
             _orders_map(columns, order_of).alias(_FINAL_ORDERS),
         )
     )
-    outcomes = _outcomes(events, rows, stored, columns, key, soft_deletes)
-    return FoldResult(rows=rows.drop(_FINAL_ORDERS, _FINAL_DEL), outcomes=outcomes)
+    return FoldResult(rows=rows, events=events, stored=stored, columns=columns, key=key, soft=soft_deletes)
 
 
 def _outcomes(

@@ -53,6 +53,9 @@ _RAW = "__raw"
 _TYPED = "__typed"
 _ERROR = "__error"
 _ERROR_CLASS = "__error_class"
+_OK = "__ok"
+_EVENT = "__event"
+_REJECT = "__reject"
 
 _ENVELOPE = StructType(
     [
@@ -79,16 +82,28 @@ _ENVELOPE = StructType(
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """One table's decoded batch."""
+    """One table's decoded batch. Persist `parsed` (see `cached`) when both outputs are used."""
 
-    events: DataFrame
-    """events.py contract: table columns, PRESENT, OP, ORDER, TS_MS, SOURCE, Kafka position."""
-    rejects: DataFrame
-    """Dead-letter rows: table, topic, partition, offset, key, value, error_class, error_message."""
+    parsed: DataFrame
+    """One row per non-tombstone record: its event or its reject."""
     tombstones: DataFrame
     """topic, partition, offset of records with a null value."""
     schema: StructType
     """The table's columns as decoded (key columns included)."""
+
+    @property
+    def events(self) -> DataFrame:
+        """events.py contract: table columns, PRESENT, OP, ORDER, TS_MS, SOURCE, Kafka position."""
+        return self.parsed.filter(F.col(_OK)).select(f"{_EVENT}.*")
+
+    @property
+    def rejects(self) -> DataFrame:
+        """Dead-letter rows: table, topic, partition, offset, key, value, error_class, error_message."""
+        return self.parsed.filter(~F.col(_OK)).select(f"{_REJECT}.*")
+
+    def cached(self) -> DecodeResult:
+        """The same result over a persisted parse (the caller unpersists `parsed`)."""
+        return DecodeResult(parsed=self.parsed.persist(), tombstones=self.tombstones, schema=self.schema)
 
 
 def column_types(raw: DataFrame, table: TableConfig) -> dict[str, ColumnType]:
@@ -260,7 +275,8 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         ]
     )
     checked = records.withColumn(_ERROR_CLASS, error_class).withColumn(_ERROR, message)
-    rejects = checked.filter(F.col(_ERROR_CLASS).isNotNull()).select(
+    # one parse for both outputs: compute every output column once, split by the error column
+    reject_columns: list[Column | str] = [
         F.lit(table.name).alias("table"),
         "topic",
         "partition",
@@ -275,8 +291,8 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
             F.when(F.size(bad_values) > 0, F.concat(F.lit(" "), F.array_join(bad_values, ","))).otherwise(F.lit("")),
             F.lit(". The record is kept here; fix the producer or the table's `columns`, then replay it."),
         ).alias("error_message"),
-    )
-    events = checked.filter(F.col(_ERROR_CLASS).isNull()).select(
+    ]
+    event_columns: list[Column | str] = [
         *[values[n].alias(n) for n in names],
         present.alias(PRESENT),
         op.alias(OP),
@@ -286,9 +302,14 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         F.col("topic").alias(KAFKA_TOPIC),
         F.col("partition").alias(KAFKA_PARTITION),
         F.col("offset").alias(KAFKA_OFFSET),
+    ]
+    parsed = checked.select(
+        F.col(_ERROR_CLASS).isNull().alias(_OK),
+        F.struct(*event_columns).alias(_EVENT),
+        F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*reject_columns)).alias(_REJECT),
     )
     schema = StructType([StructField(n, types[n].spark, True) for n in names])
-    return DecodeResult(events=events, rejects=rejects, tombstones=tombstones, schema=schema)
+    return DecodeResult(parsed=parsed, tombstones=tombstones, schema=schema)
 
 
 def _first_error(checks: list[tuple[Column, str, str]]) -> tuple[Column, Column]:

