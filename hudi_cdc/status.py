@@ -32,9 +32,17 @@ def _data_files(spark: SparkSession, base_path: str) -> tuple[int, int]:
     return count, size
 
 
-def table_status(spark: SparkSession, table: TableConfig) -> dict[str, Any]:
-    """One row of `hudi-cdc status`."""
+def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One row of `hudi-cdc status`; `sync_state` is the job's hive sync state file, if any."""
     row: dict[str, Any] = {"table": table.name, "type": table.type}
+    state = (sync_state or {}).get(table.name)
+    row["hive_sync"] = (
+        "off"
+        if state is None
+        else "ok"
+        if state.get("synced_commit") == state.get("pending_commit")
+        else f"lagging ({state.get('failed_attempts', 0)} failed: {state.get('last_error')})"
+    )
     if not writer.table_exists(spark, table.base_path):
         return {**row, "last_commit": None, "note": "not created yet"}
     timeline = summary(spark, table.base_path)

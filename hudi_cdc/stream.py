@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc.config import Config
-from hudi_cdc.hudi.hive_sync import MetastoreSync
+from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.pipeline import BatchContext, run_batch
 
@@ -45,15 +45,10 @@ def metastore_sync(config: Config) -> MetastoreSync | None:
     """The job's metastore syncer; every table is re-checked once at start (its last sync may have failed)."""
     if not config.job.metastore_uris:
         return None
-    sync = MetastoreSync(config.job.metastore_uris, sync_state_path(config))
+    sync = MetastoreSync(config.job.metastore_uris, state_path(config.job.checkpoint_dir))
     for table in config.tables:
         sync.note_commit(table, None)
     return sync
-
-
-def sync_state_path(config: Config) -> str:
-    """Where the job records its metastore sync state (beside its checkpoint)."""
-    return config.job.checkpoint_dir.rstrip("/") + "_hive_sync.json"
 
 
 def run(

@@ -75,12 +75,14 @@ def validate(config_path: str) -> None:
 @catch_errors
 def status(config_path: str, as_json: bool) -> None:
     """Per table: last commit, what it applied through, compaction and file statistics."""
+    from hudi_cdc.hudi.hive_sync import read_state, state_path
     from hudi_cdc.spark_session import get_or_create_session
     from hudi_cdc.status import table_status
 
     config = load_config(config_path)
     spark = get_or_create_session(app_name=f"{config.job.name}-status")
-    output_for(as_json).table("tables", [table_status(spark, t) for t in config.tables])
+    sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
+    output_for(as_json).table("tables", [table_status(spark, t, sync) for t in config.tables])
 
 
 @cli.command()

@@ -144,6 +144,11 @@ class MetastoreSync:
         write_text(spark, self.state_path, json.dumps({k: asdict(v) for k, v in self.states.items()}, indent=2))
 
 
+def state_path(checkpoint_dir: str) -> str:
+    """Where a job records its metastore sync state (beside its checkpoint)."""
+    return checkpoint_dir.rstrip("/") + "_hive_sync.json"
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
