@@ -18,13 +18,19 @@ import urllib.request
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, get_args
 
 from hudi_cdc.errors import ServiceError
 from hudi_cdc.services.kafka import FAST_START_JVM_OPTIONS, write_log4j2
 from hudi_cdc.services.mariadb import binlog_gtid_pos
-from hudi_cdc.services.process import ServiceProcess, ensure_directory_free, free_port, java17_home, run_dir
+from hudi_cdc.services.process import (
+    LocalService,
+    ServiceProcess,
+    ensure_directory_free,
+    free_port,
+    java17_home,
+    run_dir,
+)
 from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)
@@ -158,7 +164,9 @@ class ConnectRest:
                 raise ServiceError(SERVICE, f"{method} {self.url}{path}: {exc}") from exc
 
 
-class LocalConnect(ConnectRest):
+class LocalConnect(ConnectRest, LocalService):
+    stop_timeout = 30.0
+
     """One distributed Connect worker on a free REST port, with its own internal topics per start."""
 
     def __init__(
@@ -189,9 +197,6 @@ class LocalConnect(ConnectRest):
         """The worker's log file (stdout and stderr of the JVM)."""
         return self.directory / f"{SERVICE}.log"
 
-    def log_tail(self, n: int = 60) -> str:
-        """The last `n` lines of the worker log."""
-        return self._process.log_tail(n) if self._process else ""
 
     def start(self) -> LocalConnect:
         """Start the worker; return when /health answers and the MariaDB connector plugin is listed."""
@@ -218,33 +223,11 @@ class LocalConnect(ConnectRest):
             "org.apache.kafka.connect.cli.ConnectDistributed", str(worker),
         ]  # fmt: skip
         process = ServiceProcess(SERVICE, command, directory=self.directory)
-        process.start()
-        self._process = process
-        try:
-            process.wait_ready(self._ready, timeout=self.startup_timeout, interval=0.5)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
+        self._launch(process, self._ready, timeout=self.startup_timeout, began=began, interval=0.5)
         log.info("connect up at %s in %.1fs", self.url, self.startup_seconds)
         return self
 
-    def stop(self) -> None:
-        """Stop the worker JVM (by its PID); running connectors stop with it. Idempotent."""
-        if self._process is not None:
-            self._process.stop(timeout=30)
-            self._process = None
 
-    def __enter__(self) -> LocalConnect:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _write_worker_properties(self, plugins: Path) -> Path:
         props = {

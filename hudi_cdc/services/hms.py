@@ -11,12 +11,12 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from types import TracebackType
 
 import pyspark
 
 from hudi_cdc.errors import ServiceError
 from hudi_cdc.services.process import (
+    LocalService,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -47,15 +47,13 @@ def pyspark_jars() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-class LocalMetastore:
+class LocalMetastore(LocalService):
     """Hive Metastore thrift service on a free 127.0.0.1 port; a context manager."""
 
     def __init__(self, *, directory: Path | None = None, port: int | None = None, startup_timeout: float = 120.0) -> None:
         self.directory = directory or run_dir(SERVICE)
         self.port = port or 0
         self.startup_timeout = startup_timeout
-        self.startup_seconds: float | None = None
-        self._process: ServiceProcess | None = None
 
     @property
     def uri(self) -> str:
@@ -63,9 +61,6 @@ class LocalMetastore:
         if not self.port:
             raise ServiceError(SERVICE, "not started")
         return f"thrift://127.0.0.1:{self.port}"
-
-    def log_tail(self, n: int = 60) -> str:
-        return self._process.log_tail(n) if self._process else ""
 
     def start(self, *, fresh: bool = True) -> LocalMetastore:
         """Start the metastore (a fresh Derby database unless `fresh=False`); return when it accepts connections."""
@@ -99,27 +94,7 @@ class LocalMetastore:
             ],
             directory=self.directory,
         )
-        process.start()
-        self._process = process
-        try:
-            process.wait_ready(lambda: port_open(self.port), timeout=self.startup_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
+        self._launch(process, lambda: port_open(self.port), timeout=self.startup_timeout, began=began)
         log.info("hive metastore up at %s in %.1fs", self.uri, self.startup_seconds)
         return self
 
-    def stop(self) -> None:
-        """Stop the metastore process. Idempotent."""
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
-
-    def __enter__(self) -> LocalMetastore:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
@@ -23,6 +22,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from hudi_cdc.errors import ServiceError
 from hudi_cdc.services.process import (
+    LocalService,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -75,7 +75,7 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-class LocalKafka:
+class LocalKafka(LocalService):
     """A one-node KRaft Kafka on free 127.0.0.1 ports; use as a context manager or start/stop."""
 
     def __init__(
@@ -110,9 +110,6 @@ class LocalKafka:
         """The broker's log file (stdout and stderr of the JVM)."""
         return self.directory / f"{SERVICE}.log"
 
-    def log_tail(self, n: int = 60) -> str:
-        """The last `n` lines of the broker log."""
-        return self._process.log_tail(n) if self._process else ""
 
     def client_config(self) -> ClientConfig:
         """The settings a confluent-kafka client needs to reach this broker."""
@@ -149,33 +146,11 @@ class LocalKafka:
         )
         process.log_path.unlink(missing_ok=True)  # one log per start, like the data dir
         self._format(java, common, server_properties, process)
-        process.start()
-        self._process = process
-        try:
-            process.wait_ready(self._ready, timeout=self.startup_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
+        self._launch(process, self._ready, timeout=self.startup_timeout, began=began)
         log.info("kafka up at %s in %.1fs", self.bootstrap_servers, self.startup_seconds)
         return self
 
-    def stop(self) -> None:
-        """Stop the broker JVM (by its PID). Idempotent."""
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
 
-    def __enter__(self) -> LocalKafka:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def create_topics(
         self, names: Iterable[str], partitions: int = 1, *, config: Mapping[str, str] | None = None

@@ -14,14 +14,20 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NamedTuple
 
 import pymysql  # type: ignore[import-untyped]
 from pymysql.converters import escape_string  # type: ignore[import-untyped]
 
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import ServiceProcess, ensure_directory_free, free_port, log_tail, run_dir
+from hudi_cdc.services.process import (
+    LocalService,
+    ServiceProcess,
+    ensure_directory_free,
+    free_port,
+    log_tail,
+    run_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +81,9 @@ def _binary(name: str) -> str:
     return found
 
 
-class LocalMariaDB:
+class LocalMariaDB(LocalService):
+    stop_timeout = 30.0
+
     """A MariaDB server on a free port with binlog_format=ROW; start/stop or use as a context manager."""
 
     def __init__(
@@ -110,10 +118,6 @@ class LocalMariaDB:
         """The server's log file (install-db and mariadbd output)."""
         return self.directory / f"{SERVICE}.log"
 
-    def log_tail(self, n: int = 60) -> str:
-        """The last `n` lines of the server log."""
-        return self._process.log_tail(n) if self._process else ""
-
     def start(self) -> LocalMariaDB:
         """Create a fresh data dir, start the server and create the Debezium user."""
         began = time.monotonic()
@@ -138,15 +142,12 @@ class LocalMariaDB:
             "--default-time-zone=+00:00",
         ]  # fmt: skip
         process = ServiceProcess(SERVICE, command, directory=self.directory)
-        process.start()
-        self._process = process
+        self._launch(process, self._ready, timeout=self.startup_timeout, began=began, interval=0.1)
         try:
-            process.wait_ready(self._ready, timeout=self.startup_timeout, interval=0.1)
             self._create_debezium_user()
         except BaseException:
             self.stop()
             raise
-        self.startup_seconds = time.monotonic() - began
         log.info("mariadb up at %s:%d in %.1fs", self.host, self.port, self.startup_seconds)
         return self
 
@@ -156,20 +157,8 @@ class LocalMariaDB:
             with contextlib.suppress(pymysql.Error):
                 self._conn.close()
             self._conn = None
-        if self._process is not None:
-            self._process.stop(timeout=30)
-            self._process = None
+        super().stop()
 
-    def __enter__(self) -> LocalMariaDB:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         """Run one statement as root (autocommit) and return its rows ([] for DML/DDL)."""

