@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 from hudi_cdc.devtools.debezium import Column, DebeziumTable
 from hudi_cdc.hudi.compaction_job import run_compaction
 from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.trino import LocalTrino
 from hudi_cdc.services.kafka import LocalKafka
+from hudi_cdc.services.trino import LocalTrino
 from tests.integration.harness import Job
 from tests.reference_model import Event, ReferenceTable
 
