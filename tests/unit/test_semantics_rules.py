@@ -1,4 +1,4 @@
-"""Named scenarios of change-semantics §2–§4, each run through the Spark fold and the reference model."""
+"""Named scenarios of change-semantics §2-§4, each run through the Spark fold and the reference model."""
 
 from __future__ import annotations
 
