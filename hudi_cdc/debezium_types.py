@@ -1,24 +1,30 @@
 """Debezium / Kafka Connect schemas -> Spark types, and exact wire-value conversions as Spark SQL.
 
-Each column is read from JSON with its *wire* type (what the JSON converter writes) and then
-converted by a Spark expression to its table type. Nothing goes through floats or Python.
+Each column is read from JSON with its *wire* type (what Kafka Connect's JSON converter writes)
+and then converted by a Spark expression to its table type. Nothing goes through floats or
+Python UDFs.
 
 Choices where Spark 3.5 has no exact type (documented in the README):
-- io.debezium.data.VariableScaleDecimal -> string holding the exact decimal;
-- Time / MicroTime / NanoTime -> string 'HH:MM:SS.ffffff' (no TIME type in Spark 3.5);
-- NanoTimestamp -> timestamp truncated to microseconds (Spark's precision);
-- struct / array / map columns -> their JSON text.
+- io.debezium.data.VariableScaleDecimal -> string holding the exact decimal (no fixed Spark
+  decimal holds every scale);
+- Time / MicroTime / NanoTime -> string '[-]HH:MM:SS.ffffff' (no TIME type in Spark 3.5; hours
+  may exceed 23 because MySQL TIME is a duration);
+- NanoTimestamp / NanoTime -> truncated to microseconds (Spark's precision), towards the past;
+- Decimal with more than 38 digits of precision -> decimal(38, scale); larger values are rejected;
+- map -> its JSON text (Spark cannot order maps, which the fold needs); struct and array map to
+  Spark structs and arrays, their elements converted like columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     BooleanType,
     ByteType,
@@ -33,6 +39,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
     TimestampType,
     _parse_datatype_string,
 )
@@ -41,8 +48,7 @@ Converter = Callable[[Column], Column]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
-CONNECT_DATE = "org.apache.kafka.connect.data.Date"
-CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+MAX_PRECISION = 38
 _STRING_LOGICAL = {
     "io.debezium.data.Json",
     "io.debezium.data.Enum",
@@ -58,29 +64,51 @@ _PRIMITIVES: dict[str, DataType] = {
     "int64": LongType(),
     "float32": FloatType(),
     "float64": DoubleType(),
+    # not Connect names, but written by some hand-made producers
     "float": FloatType(),
     "double": DoubleType(),
     "boolean": BooleanType(),
     "string": StringType(),
 }
-
-
-@dataclass(frozen=True)
-class ColumnType:
-    """How one column travels (wire type in JSON) and what it becomes (Spark type)."""
-
-    wire: DataType
-    spark: DataType
-    convert: Converter
+_MICROS_PER_HOUR = 3_600_000_000
+_MICROS_PER_MINUTE = 60_000_000
+_MICROS_PER_SECOND = 1_000_000
 
 
 def _same(column: Column) -> Column:
     return column
 
 
+@dataclass(frozen=True)
+class ColumnType:
+    """How one column travels (wire type in JSON), what it becomes (Spark type) and how."""
+
+    kind: str
+    """Names the conversion: two columns convert alike iff kind, wire and spark are equal."""
+    wire: DataType
+    spark: DataType
+    convert: Converter = field(default=_same, compare=False, repr=False)
+
+    @property
+    def is_identity(self) -> bool:
+        """True when the wire value is already the Spark value."""
+        return self.convert is _same
+
+
 def _let(value: Column, body: Callable[[Column], Column]) -> Column:
     """Evaluate `value` once per row and use it several times in `body` (a one-element transform)."""
     return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def floor_div(value: Column, divisor: int) -> Column:
+    """Exact integer floor division of a long (no double on the way, unlike `/`)."""
+    # pmod is non-negative for a positive divisor, so the `div` below divides an exact multiple
+    return F.call_function("div", value - F.pmod(value, F.lit(divisor)), F.lit(divisor))
+
+
+def base64_binary(b64: Column) -> Column:
+    """Base64 text -> binary, NULL when the text is not base64 (unbase64 would return garbage)."""
+    return F.try_to_binary(b64, F.lit("base64"))
 
 
 def _signed_integer_from_base64(b64: Column) -> Column:
@@ -94,14 +122,18 @@ def _signed_integer_from_base64(b64: Column) -> Column:
         )
 
         def fold(values: Column) -> Column:
-            first = F.element_at(values, 1)
-            signed_first = F.when(first >= 128, first - 256).otherwise(first).cast("decimal(38,0)")
-            rest = F.slice(values, 2, F.greatest(F.size(values) - 1, F.lit(0)))
-            return F.aggregate(rest, signed_first, lambda acc, b: (acc * 256 + b).cast("decimal(38,0)"))
+            # A negative number is -(~bytes + 1): folding the magnitude keeps every partial sum
+            # between 0 and the result, so only a value beyond 38 digits overflows (to NULL,
+            # non-ANSI), which the caller reports as a bad value.
+            negative = F.element_at(values, 1) >= 128
+            digits = F.transform(values, lambda b: F.when(negative, 255 - b).otherwise(b))
+            zero = F.lit(0).cast("decimal(38,0)")
+            magnitude = F.aggregate(digits, zero, lambda acc, b: (acc * 256 + b).cast("decimal(38,0)"))
+            return F.when(negative, -(magnitude + 1)).otherwise(magnitude).cast("decimal(38,0)")
 
         return F.when(count > 0, _let(byte_values, fold))
 
-    return _let(F.hex(F.unbase64(b64)), from_hex)
+    return _let(F.hex(base64_binary(b64)), from_hex)
 
 
 def decimal_text(b64: Column, scale: Column | int) -> Column:
@@ -116,9 +148,15 @@ def decimal_text(b64: Column, scale: Column | int) -> Column:
 
         def split(p: Column) -> Column:
             int_len = F.length(p) - scale_col
-            body = F.when(
-                scale_col > 0, F.concat(p.substr(F.lit(1), int_len), F.lit("."), p.substr(int_len + 1, scale_col))
-            ).otherwise(p)
+            body = (
+                F.when(
+                    scale_col > 0,
+                    F.concat(p.substr(F.lit(1), int_len), F.lit("."), p.substr(int_len + 1, scale_col)),
+                )
+                # a negative scale (BigDecimal 1E+3) appends zeros
+                .when(scale_col < 0, F.concat(p, F.call_function("repeat", F.lit("0"), -scale_col)))
+                .otherwise(p)
+            )
             return F.concat(F.when(integer < 0, F.lit("-")).otherwise(F.lit("")), body)
 
         return F.when(integer.isNotNull(), _let(padded, split))
@@ -128,65 +166,154 @@ def decimal_text(b64: Column, scale: Column | int) -> Column:
 
 def connect_decimal(precision: int, scale: int) -> ColumnType:
     """org.apache.kafka.connect.data.Decimal: base64 bytes -> decimal(precision, scale)."""
+    target = DecimalType(precision, scale)
     return ColumnType(
+        kind=f"{DECIMAL}({precision},{scale})",
         wire=StringType(),
-        spark=DecimalType(precision, scale),
-        convert=lambda c: decimal_text(c, scale).cast(DecimalType(precision, scale)),
+        spark=target,
+        convert=lambda c: decimal_text(c, scale).cast(target),
     )
 
 
-def _time_text(micros: Column) -> Column:
-    return F.date_format(F.timestamp_micros(micros), "HH:mm:ss.SSSSSS")
+def time_text(micros: Column) -> Column:
+    """Microseconds since midnight (or a signed duration) -> '[-]HH:MM:SS.ffffff', hours unbounded."""
+
+    def text(a: Column) -> Column:
+        return F.format_string(
+            "%s%02d:%02d:%02d.%06d",
+            F.when(micros < 0, F.lit("-")).otherwise(F.lit("")),
+            floor_div(a, _MICROS_PER_HOUR),
+            F.pmod(floor_div(a, _MICROS_PER_MINUTE), F.lit(60)),
+            F.pmod(floor_div(a, _MICROS_PER_SECOND), F.lit(60)),
+            F.pmod(a, F.lit(_MICROS_PER_SECOND)),
+        )
+
+    return F.when(micros.isNotNull(), _let(F.abs(micros.cast("long")), text))
 
 
-_LOGICAL: dict[str, Callable[[dict[str, Any]], ColumnType]] = {
-    VARIABLE_SCALE_DECIMAL: lambda _f: ColumnType(
+def _nanos_to_micros_towards_zero(nanos: Column) -> Column:
+    return F.when(nanos < 0, -floor_div(-nanos, 1000)).otherwise(floor_div(nanos, 1000))
+
+
+def _time(kind: str, wire: DataType, to_micros: Converter) -> ColumnType:
+    return ColumnType(kind, wire, StringType(), lambda c: time_text(to_micros(c)))
+
+
+def _timestamp(kind: str, convert: Converter) -> ColumnType:
+    return ColumnType(kind, LongType(), TimestampType(), convert)
+
+
+def _variable_scale_decimal(_field: dict[str, Any]) -> ColumnType:
+    return ColumnType(
+        kind=VARIABLE_SCALE_DECIMAL,
         wire=StructType([StructField("scale", IntegerType()), StructField("value", StringType())]),
         spark=StringType(),
         convert=lambda c: decimal_text(c["value"], c["scale"]),
+    )
+
+
+_LOGICAL: dict[str, Callable[[dict[str, Any]], ColumnType]] = {
+    VARIABLE_SCALE_DECIMAL: _variable_scale_decimal,
+    "io.debezium.time.Date": lambda _f: ColumnType("date", IntegerType(), DateType(), F.date_from_unix_date),
+    "org.apache.kafka.connect.data.Date": lambda _f: ColumnType(
+        "date", IntegerType(), DateType(), F.date_from_unix_date
     ),
-    "io.debezium.time.Date": lambda _f: ColumnType(IntegerType(), DateType(), F.date_from_unix_date),
-    CONNECT_DATE: lambda _f: ColumnType(IntegerType(), DateType(), F.date_from_unix_date),
-    "io.debezium.time.Time": lambda _f: ColumnType(IntegerType(), StringType(), lambda c: _time_text(c.cast("long") * 1000)),
-    "io.debezium.time.MicroTime": lambda _f: ColumnType(LongType(), StringType(), _time_text),
-    "io.debezium.time.NanoTime": lambda _f: ColumnType(LongType(), StringType(), lambda c: _time_text(F.floor(c / 1000))),
-    "io.debezium.time.Timestamp": lambda _f: ColumnType(LongType(), TimestampType(), F.timestamp_millis),
-    CONNECT_TIMESTAMP: lambda _f: ColumnType(LongType(), TimestampType(), F.timestamp_millis),
-    "io.debezium.time.MicroTimestamp": lambda _f: ColumnType(LongType(), TimestampType(), F.timestamp_micros),
-    "io.debezium.time.NanoTimestamp": lambda _f: ColumnType(
-        LongType(), TimestampType(), lambda c: F.timestamp_micros(F.floor(c / 1000))
+    "io.debezium.time.Time": lambda _f: _time("time-ms", IntegerType(), lambda c: c.cast("long") * 1000),
+    "org.apache.kafka.connect.data.Time": lambda _f: _time(
+        "time-ms", IntegerType(), lambda c: c.cast("long") * 1000
     ),
-    "io.debezium.time.ZonedTimestamp": lambda _f: ColumnType(StringType(), TimestampType(), lambda c: c.cast("timestamp")),
-    "io.debezium.time.Year": lambda _f: ColumnType(IntegerType(), IntegerType(), _same),
+    "io.debezium.time.MicroTime": lambda _f: _time("time-us", LongType(), _same),
+    "io.debezium.time.NanoTime": lambda _f: _time("time-ns", LongType(), _nanos_to_micros_towards_zero),
+    "io.debezium.time.Timestamp": lambda _f: _timestamp("timestamp-ms", F.timestamp_millis),
+    "org.apache.kafka.connect.data.Timestamp": lambda _f: _timestamp("timestamp-ms", F.timestamp_millis),
+    "io.debezium.time.MicroTimestamp": lambda _f: _timestamp("timestamp-us", F.timestamp_micros),
+    # floor (towards the past, also before 1970): Spark timestamps hold microseconds
+    "io.debezium.time.NanoTimestamp": lambda _f: _timestamp(
+        "timestamp-ns", lambda c: F.timestamp_micros(floor_div(c, 1000))
+    ),
+    # ISO-8601 with an offset ('2024-03-01T12:30:15.5+02:00', 'Z'): the instant, in UTC
+    "io.debezium.time.ZonedTimestamp": lambda _f: ColumnType(
+        "zoned-timestamp", StringType(), TimestampType(), lambda c: c.cast("timestamp")
+    ),
+    "io.debezium.time.Year": lambda _f: ColumnType("year", IntegerType(), IntegerType()),
 }
 
 
-def column_type(field: dict[str, Any]) -> ColumnType:
-    """One field of a Connect JSON schema -> its ColumnType."""
-    logical = field.get("name")
+def column_type(schema: dict[str, Any]) -> ColumnType:
+    """One field (or nested schema) of a Connect JSON schema -> its ColumnType."""
+    logical = schema.get("name")
     if logical == DECIMAL:
-        params = field.get("parameters") or {}
+        params = schema.get("parameters") or {}
         scale = int(params.get("scale", 0))
-        precision = int(params.get("connect.decimal.precision", 38))
-        return connect_decimal(min(max(precision, scale, 1), 38), scale)
+        precision = int(params.get("connect.decimal.precision", MAX_PRECISION))
+        return connect_decimal(min(max(precision, scale, 1), MAX_PRECISION), scale)
     if logical in _LOGICAL:
-        return _LOGICAL[logical](field)
+        return _LOGICAL[logical](schema)
     if logical in _STRING_LOGICAL:
-        return ColumnType(StringType(), StringType(), _same)
-    kind = field.get("type")
+        return ColumnType(logical, StringType(), StringType())
+    kind = schema.get("type")
     if kind == "bytes":
-        return ColumnType(StringType(), BinaryType(), F.unbase64)
+        return ColumnType("bytes", StringType(), BinaryType(), base64_binary)
     if kind in _PRIMITIVES:
-        dtype = _PRIMITIVES[kind]
-        return ColumnType(dtype, dtype, _same)
-    # struct / array / map: kept as their JSON text
-    return ColumnType(StringType(), StringType(), _same)
+        return ColumnType(kind, _PRIMITIVES[kind], _PRIMITIVES[kind])
+    if kind == "array":
+        return _array(column_type(schema.get("items") or {"type": "string"}))
+    if kind == "map":
+        return _map(schema)
+    if kind == "struct":
+        return _struct([(f["field"], column_type(f)) for f in schema.get("fields", [])])
+    # an unknown Connect type: keep its JSON text rather than lose the value
+    return ColumnType(f"json:{kind}", StringType(), StringType())
+
+
+def _array(item: ColumnType) -> ColumnType:
+    convert: Converter = _same if item.is_identity else (lambda c: F.transform(c, item.convert))
+    return ColumnType(f"array<{item.kind}>", ArrayType(item.wire), ArrayType(item.spark), convert)
+
+
+def _map(schema: dict[str, Any]) -> ColumnType:
+    # Kept as JSON text: Spark cannot order maps, and the fold (collapse.py) picks each column's
+    # newest value by ordering (order, value) structs. Connect writes string-keyed maps as an
+    # object, others as [[key, value], ...]; values inside keep their wire encoding.
+    keys = column_type(schema.get("keys") or {"type": "string"})
+    values = column_type(schema.get("values") or {"type": "string"})
+    return ColumnType(f"json:map<{keys.kind},{values.kind}>", StringType(), StringType())
+
+
+def _struct(fields: list[tuple[str, ColumnType]]) -> ColumnType:
+    def convert(c: Column) -> Column:
+        return F.when(c.isNotNull(), F.struct(*[t.convert(c[name]).alias(name) for name, t in fields]))
+
+    identity = all(t.is_identity for _, t in fields)
+    return ColumnType(
+        "struct<" + ",".join(f"{name}:{t.kind}" for name, t in fields) + ">",
+        StructType([StructField(name, t.wire) for name, t in fields]),
+        StructType([StructField(name, t.spark) for name, t in fields]),
+        _same if identity else convert,
+    )
+
+
+# a JSON number, as its text: a declared timestamp refuses these (Debezium's are ms/µs/ns)
+_JSON_NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 
 
 def declared_type(ddl: str) -> ColumnType:
-    """A column declared in TableConfig.columns (Spark SQL type), read as Spark's JSON reader reads it."""
+    """A column declared in TableConfig.columns (Spark SQL type), read as Spark's JSON reader reads it.
+
+    Except timestamps: Spark would read a JSON number as epoch *seconds* (and silently wrap
+    Debezium's ms/µs values into garbage), so a declared timestamp takes ISO-8601 text only and a
+    number does not convert (a reject that says to declare it `bigint`). Needs an active
+    SparkSession (the DDL is parsed by Spark's own parser).
+    """
     dtype = _parse_datatype_string(ddl)
-    return ColumnType(dtype, dtype, _same)
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return ColumnType(
+            f"declared:{dtype.simpleString()}",
+            StringType(),
+            dtype,
+            lambda c: F.when(~c.rlike(_JSON_NUMBER), c.cast(dtype)),
+        )
+    return ColumnType(f"declared:{dtype.simpleString()}", dtype, dtype)
 
 
 def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -194,3 +321,19 @@ def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:
     by_name = {f.get("field"): f for f in envelope_schema.get("fields", [])}
     image = by_name.get("after") or by_name.get("before") or {}
     return list(image.get("fields", []))
+
+
+_INTEGRAL_RANK: dict[type[DataType], int] = {ByteType: 0, ShortType: 1, IntegerType: 2, LongType: 3}
+
+
+def fits(value: DataType, target: DataType) -> bool:
+    """True when every `value` converts to `target` exactly (same type or a widening)."""
+    if value == target:
+        return True
+    if type(value) in _INTEGRAL_RANK and type(target) in _INTEGRAL_RANK:
+        return _INTEGRAL_RANK[type(target)] >= _INTEGRAL_RANK[type(value)]
+    if isinstance(value, FloatType) and isinstance(target, DoubleType):
+        return True
+    if isinstance(value, DecimalType) and isinstance(target, DecimalType):
+        return target.scale == value.scale and target.precision >= value.precision
+    return False

@@ -3,56 +3,60 @@
 Handles Debezium JSON with the schema envelope (`schemas.enable=true`) and without it, mixed
 in one batch, and patch messages (`mode: patch`). With the envelope the column types come from
 the batch's distinct schemas (one small aggregation, never the records themselves); without it
-from the table's declared `columns`.
+from the table's declared `columns` (see decode_schema).
 
 A record that cannot be used becomes a reject with its position and the reason; the rest of
-the batch goes on (spec §6).
+the batch goes on (spec §6). Only a broken configuration raises.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    DateType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import DataType, DateType, LongType, StringType, StructField, StructType, TimestampType
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.debezium_types import ColumnType, column_type, declared_type, row_fields
-from hudi_cdc.events import (
-    KAFKA_OFFSET,
-    KAFKA_PARTITION,
-    KAFKA_TOPIC,
-    OP,
-    ORDER,
-    ORDER_SHIFT,
-    PRESENT,
-    SOURCE,
-    TS_MS,
-    Op,
+from hudi_cdc.debezium_types import floor_div
+from hudi_cdc.decode_order import (
+    SOURCE_STRUCT,
+    column_order,
+    ordering_number,
+    source_order,
+    source_text,
+    source_ts_ms,
 )
+from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas
+from hudi_cdc.decode_values import Values, typed_values
+from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
-_VALID_OPS = [o.value for o in Op]
+# PostgreSQL's unchanged-TOAST placeholder as the JSON converter writes it for text/json columns,
+# bytea columns (the placeholder's bytes, base64) and text[] columns (a one-element array)
+TOAST_VALUES = (
+    TOAST_PLACEHOLDER,
+    base64.b64encode(TOAST_PLACEHOLDER.encode()).decode(),
+    json.dumps([TOAST_PLACEHOLDER]),
+)
+_VALID_OPS = ", ".join(o.value for o in Op)
+_IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
 
 # working columns
 _JSON = "__json"
+_SCHEMA = "__schema"
+_ENV_PAYLOAD = "__env_payload"
+_HAS_ENV = "__has_env"
 _PAYLOAD = "__payload"
+_PROFILE = "__profile"
 _ENV = "__env"
+_TOP = "__top"
 _IMAGE = "__image"
-_KEY_IMAGE = "__key_image"
 _RAW = "__raw"
-_TYPED = "__typed"
-_ERROR = "__error"
 _ERROR_CLASS = "__error_class"
+_ERROR = "__error"
 _OK = "__ok"
 _EVENT = "__event"
 _REJECT = "__reject"
@@ -61,21 +65,10 @@ _ENVELOPE = StructType(
     [
         StructField("op", StringType()),
         StructField("ts_ms", LongType()),
+        # raw JSON text: typed later by the record's own profile
         StructField("before", StringType()),
         StructField("after", StringType()),
-        StructField(
-            "source",
-            StructType(
-                [
-                    StructField("file", StringType()),
-                    StructField("pos", LongType()),
-                    StructField("row", LongType()),
-                    StructField("lsn", LongType()),
-                    StructField("ts_ms", LongType()),
-                    StructField("snapshot", StringType()),
-                ]
-            ),
-        ),
+        StructField("source", SOURCE_STRUCT),
     ]
 )
 
@@ -106,176 +99,231 @@ class DecodeResult:
         return DecodeResult(parsed=self.parsed.persist(), tombstones=self.tombstones, schema=self.schema)
 
 
-def column_types(raw: DataFrame, table: TableConfig) -> dict[str, ColumnType]:
-    """Column name -> type: declared columns, then the union of the batch's envelope schemas."""
-    types: dict[str, ColumnType] = {name: declared_type(ddl) for name, ddl in table.columns.items()}
+def _no_strings() -> Column:
+    return F.array().cast("array<string>")
+
+
+def _strings(values: list[str]) -> Column:
+    return F.array(*[F.lit(v) for v in values]) if values else _no_strings()
+
+
+def _profile(table: TableConfig, envelopes: list[str]) -> Column:
+    """Index into BatchTypes.profiles of each record."""
+    if table.mode == "patch" or not envelopes:
+        return F.lit(DECLARED)
+    if len(envelopes) == 1:
+        return F.when(F.col(_HAS_ENV), F.lit(1)).otherwise(F.lit(DECLARED))
+    # several schemas in one batch (a source schema change): compare the record's schema text
+    profile = F.when(~F.col(_HAS_ENV), F.lit(DECLARED))
+    for index, text in enumerate(envelopes, start=1):
+        profile = profile.when(F.col(_SCHEMA) == F.lit(text), F.lit(index))
+    return profile
+
+
+def _top_level(table: TableConfig, types: BatchTypes) -> StructType:
+    """Fields read from the top level of a patch message (or of a payload, for `ordering`)."""
+    declared = types.profiles[DECLARED].columns if table.mode == "patch" else {}
+    fields = {name: t.wire for name, t in declared.items()}
     if table.mode == "patch":
-        return types
-    schemas = (
-        raw.filter(F.col("value").isNotNull())
-        .select(F.get_json_object(F.col("value").cast("string"), "$.schema").alias("s"))
-        .filter(F.col("s").isNotNull())
-        .groupBy(F.sha2("s", 256))
-        .agg(F.first("s").alias("s"))
-        .collect()
-    )
-    for row in schemas:
-        for field in row_fields(json.loads(row["s"])):
-            # declared types win: they are the table owner's explicit choice
-            types.setdefault(field["field"], column_type(field))
-    return types
+        fields[table.patch_field] = StringType()
+        fields.setdefault("ts_ms", LongType())
+    if table.ordering != "source" and table.ordering not in types.target:
+        fields[table.ordering] = LongType()
+    return StructType([StructField(name, dtype) for name, dtype in fields.items()])
 
 
-def _ordering_long(table: TableConfig, values: dict[str, Column], types: dict[str, ColumnType], payload: Column) -> Column:
-    """A configured ordering column as a number: timestamps as epoch µs, dates as epoch days.
-
-    Looked up among the row's columns, else at the top level of the message (patch `ts`).
-    """
+def _ordering(
+    table: TableConfig, types: BatchTypes, values: Values, op: Column
+) -> tuple[Column, Column | None]:
+    """(ORDER, the ordering value as a number) for a configured ordering column."""
     name = table.ordering
-    if name in values:
-        spark_type = types[name].spark
-        if isinstance(spark_type, TimestampType):
-            return F.unix_micros(values[name]).cast("decimal(20,0)")
-        if isinstance(spark_type, DateType):
-            return F.unix_date(values[name]).cast("decimal(20,0)")
-        return values[name].cast("decimal(20,0)")
-    return F.get_json_object(payload, f"$.{name}").cast("decimal(20,0)")
+    top = F.col(_TOP)[name]
+    declared = types.profiles[DECLARED].columns
+    dtype: DataType = types.target.get(name, LongType())
+    if name in types.target:
+        top_value = declared[name].convert(top) if table.mode == "patch" and name in declared else None
+        image_value = values.unmasked[name]
+        # patch messages carry it next to the key (`{"id": 1, "ts": ..., "data": {...}}`)
+        value = F.coalesce(top_value, image_value) if top_value is not None else image_value
+    else:
+        value = top
+    number = ordering_number(value, dtype)
+    if number is None:
+        return F.lit(None).cast("string"), None
+    # a truncate has no row: its source time orders it when the ordering column is a time
+    ts_ms = source_ts_ms(F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source"))
+    truncate_number: Column | None = None
+    if isinstance(dtype, TimestampType):
+        truncate_number = ts_ms * 1000
+    elif isinstance(dtype, DateType):
+        truncate_number = floor_div(ts_ms, 86_400_000)
+    truncate = truncate_number.cast("decimal(20,0)") if truncate_number is not None else F.lit(None)
+    number = F.when(op == Op.TRUNCATE.value, truncate).otherwise(number)
+    return column_order(number), number
 
 
-def _order(table: TableConfig, env: Column, ordering_value: Column | None) -> Column:
-    """ORDER string of events.py, as one Spark expression."""
-    kafka = F.format_string("%05d%020d", F.col("partition"), F.col("offset"))
-    if ordering_value is not None:
-        shifted = (ordering_value + F.lit(str(ORDER_SHIFT)).cast("decimal(20,0)")).cast("string")
-        return F.when(ordering_value.isNotNull(), F.concat(F.lit("c"), F.lpad(shifted, 20, "0"), kafka))
-    source = env["source"]
-    rank = F.when(env["op"] == Op.READ.value, F.lit(0)).otherwise(F.lit(1))
-    file_seq = F.substring_index(source["file"], ".", -1).cast("long")
-    binlog = F.format_string(
-        "b%010d%020d%d%010d", file_seq, source["pos"], rank, F.coalesce(source["row"], F.lit(0))
+def _patch_ts_ms(types: BatchTypes, table: TableConfig, number: Column | None) -> Column:
+    """_cdc_ts_ms of a patch: its `ts_ms`, else the ordering value (epoch ms if integral, µs->ms if a timestamp)."""
+    dtype = types.target.get(table.ordering, LongType())
+    fallback: Column = F.lit(None).cast("long")
+    if number is not None and isinstance(dtype, TimestampType):
+        fallback = floor_div(number.cast("long"), 1000)
+    elif number is not None and not isinstance(dtype, DateType):
+        fallback = number.cast("long")
+    return F.coalesce(F.col(f"{_TOP}.ts_ms"), fallback)
+
+
+def _bad_value_text(name: str, dtype: DataType) -> str:
+    hint = (
+        ": ISO-8601 text; declare epoch numbers as bigint"
+        if isinstance(dtype, (TimestampType, DateType))
+        else ""
     )
-    lsn = F.format_string("l%020d%d", source["lsn"], rank)
-    ts = F.format_string("t%020d", F.coalesce(source["ts_ms"], env["ts_ms"]))
-    position = (
-        F.when(source["file"].isNotNull() & source["pos"].isNotNull(), binlog)
-        .when(source["lsn"].isNotNull(), lsn)
-        .when(F.coalesce(source["ts_ms"], env["ts_ms"]).isNotNull(), ts)
+    return f"{name} ({dtype.simpleString()}{hint})"
+
+
+def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column) -> Column:
+    """PRESENT: the image's keys its profile can type, minus TOAST placeholders, plus the key (c/r/u only)."""
+    names_of = [list(p.columns) for p in types.profiles]
+    known = _strings(names_of[DECLARED])
+    if any(set(names) != set(names_of[DECLARED]) for names in names_of):
+        # a plain record may carry columns only an envelope types: those are not present for it
+        known = F.element_at(F.array(*[_strings(n) for n in names_of]), F.col(_PROFILE) + 1)
+    toasted = F.map_keys(F.map_filter(raw_map, lambda _k, v: v.isin(*TOAST_VALUES)))
+    present_image = F.array_except(
+        F.array_intersect(F.coalesce(F.map_keys(raw_map), _no_strings()), F.coalesce(known, _no_strings())),
+        F.coalesce(toasted, _no_strings()),
     )
-    return F.concat(position, kafka)
+    with_key = F.array_union(present_image, _strings(table.key))
+    return F.when(op.isin(*_IMAGE_OPS), with_key).otherwise(_no_strings())
 
 
-def _source_text(env: Column) -> Column:
-    source = env["source"]
-    return (
-        F.when(
-            source["file"].isNotNull(),
-            F.format_string("%s:%d:%d", source["file"], source["pos"], F.coalesce(source["row"], F.lit(0))),
-        )
-        .when(source["lsn"].isNotNull(), source["lsn"].cast("string"))
-        .otherwise(F.coalesce(source["ts_ms"], env["ts_ms"]).cast("string"))
-    )
-
-
-def _where() -> Column:
-    return F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset"))
+def _first_error(checks: list[tuple[Column, str, Column]]) -> tuple[Column, Column]:
+    """(error class, message) of the first failing check, NULL when every check passes."""
+    error_class: Column = F.lit(None).cast("string")
+    message: Column = F.lit(None).cast("string")
+    for condition, name, text in reversed(checks):
+        failed = F.coalesce(condition, F.lit(False))
+        error_class = F.when(failed, F.lit(name)).otherwise(error_class)
+        message = F.when(failed, text).otherwise(message)
+    return error_class, message
 
 
 def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
-    """Decode one table's Kafka records (Spark Kafka source rows)."""
-    types = column_types(raw, table)
-    names = list(types)
-    wire = StructType([StructField(n, types[n].wire) for n in names])
-
+    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset)."""
     tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
-    records = raw.filter(F.col("value").isNotNull()).withColumn(_JSON, F.col("value").cast("string"))
-    has_envelope = F.get_json_object(F.col(_JSON), "$.schema").isNotNull() & F.get_json_object(
-        F.col(_JSON), "$.payload"
-    ).isNotNull()
-    payload = F.when(has_envelope, F.get_json_object(F.col(_JSON), "$.payload")).otherwise(F.col(_JSON))
-    records = records.withColumn(_PAYLOAD, payload)
-
+    records = (
+        raw.filter(F.col("value").isNotNull())
+        .withColumn(_JSON, F.col("value").cast("string"))
+        # one parse finds both parts of an envelope
+        .select("*", F.json_tuple(F.col(_JSON), "schema", "payload").alias(_SCHEMA, _ENV_PAYLOAD))
+        .withColumn(_HAS_ENV, F.col(_SCHEMA).isNotNull() & F.col(_ENV_PAYLOAD).isNotNull())
+    )
+    envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV)) if table.mode == "full" else []
+    types = batch_types(table, envelopes)
+    records = (
+        records.withColumn(_PAYLOAD, F.when(F.col(_HAS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON)))
+        .withColumn(_PROFILE, _profile(table, envelopes))
+        .withColumn(_TOP, F.from_json(F.col(_PAYLOAD), _top_level(table, types)))
+    )
     if table.mode == "patch":
         env = F.struct(
             F.lit(Op.UPDATE.value).alias("op"),
-            F.get_json_object(F.col(_PAYLOAD), f"$.{table.ordering}").cast("long").alias("ts_ms"),
+            F.col(f"{_TOP}.ts_ms").alias("ts_ms"),
             F.lit(None).cast("string").alias("before"),
-            F.get_json_object(F.col(_PAYLOAD), f"$.{table.patch_field}").alias("after"),
-            F.lit(None).cast(_ENVELOPE["source"].dataType).alias("source"),
+            F.col(_TOP)[table.patch_field].alias("after"),
+            F.lit(None).cast(SOURCE_STRUCT).alias("source"),
         )
     else:
         env = F.from_json(F.col(_PAYLOAD), _ENVELOPE)
     records = records.withColumn(_ENV, env)
     op = F.col(f"{_ENV}.op")
-    image_json = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
+    image = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
     key_text = F.col("key").cast("string")
     key_payload = F.when(
-        F.get_json_object(key_text, "$.payload").isNotNull(), F.get_json_object(key_text, "$.payload")
+        F.get_json_object(key_text, "$.schema").isNotNull()
+        & F.get_json_object(key_text, "$.payload").isNotNull(),
+        F.get_json_object(key_text, "$.payload"),
     ).otherwise(key_text)
-    records = (
-        records.withColumn(_IMAGE, image_json)
-        .withColumn(_RAW, F.from_json(F.col(_IMAGE), "map<string,string>"))
-        .withColumn(_TYPED, F.from_json(F.col(_IMAGE), wire))
-        .withColumn(_KEY_IMAGE, F.from_json(key_payload, wire))
+    records = records.withColumn(_IMAGE, image).withColumn(
+        _RAW, F.from_json(F.col(_IMAGE), "map<string,string>")
     )
-    if table.mode == "patch":
-        # patch messages carry the key (and maybe more) at the top level
-        records = records.withColumn(_KEY_IMAGE, F.from_json(F.col(_PAYLOAD), wire))
+    records, values = typed_values(
+        records,
+        types,
+        table,
+        image=F.col(_IMAGE),
+        key_json=key_payload,
+        top=F.col(_TOP) if table.mode == "patch" else None,
+        profile=F.col(_PROFILE),
+    )
 
-    def converted(name: str, source: str) -> Column:
-        return types[name].convert(F.col(f"{source}.{name}"))
+    raw_map = F.col(_RAW)
+    present = _present(types, table, op, raw_map)
 
-    values = {
-        n: (
-            F.coalesce(converted(n, _KEY_IMAGE), converted(n, _TYPED))
-            if n in table.key
-            else converted(n, _TYPED)
-        )
-        for n in names
-    }
-    keys = F.map_keys(F.col(_RAW))
-    known = F.array(*[F.lit(n) for n in names])
-    toasted = F.array(
-        *[F.when(F.col(f"{_RAW}.`{n}`") == TOAST_PLACEHOLDER, F.lit(n)) for n in names if isinstance(types[n].wire, StringType)]
-        or [F.lit(None).cast("string")]
-    )
-    present_image = F.array_except(F.array_intersect(F.coalesce(keys, F.array().cast("array<string>")), known), toasted)
-    key_array = F.array(*[F.lit(k) for k in table.key])
-    present = (
-        F.when(op.isin(Op.CREATE.value, Op.READ.value, Op.UPDATE.value), F.array_union(present_image, key_array))
-        .otherwise(F.array().cast("array<string>"))
-    )
-    # a present column whose JSON value does not convert to its type
-    bad_values = F.filter(
-        present_image,
-        lambda c: F.col(_RAW)[c].isNotNull()
-        & F.array_contains(
-            F.array(*[F.when(values[n].isNull(), F.lit(n)) for n in names] or [F.lit(None).cast("string")]), c
+    # a present column whose JSON value is not NULL but whose conversion is
+    def in_image(name: str) -> Column:
+        return F.array_contains(present, name) & raw_map[name].isNotNull()
+
+    conflicts = F.filter(
+        F.array(
+            *[
+                F.when(in_image(n) & F.col(_PROFILE).isin(*ix), F.lit(text))
+                for n, ix, text in values.conflicts
+            ]
+            or [F.lit(None).cast("string")]
         ),
+        lambda x: x.isNotNull(),
     )
-    ordering = None if table.ordering == "source" else _ordering_long(table, values, types, F.col(_PAYLOAD))
-    order = _order(table, F.col(_ENV), ordering)
-    key_missing = F.exists(F.array(*[values[k].isNull() for k in table.key]), lambda x: x)
+    bad_values = F.filter(
+        F.array(
+            *[
+                F.when(in_image(n) & values.image_only[n].isNull(), F.lit(_bad_value_text(n, dtype)))
+                for n, dtype in types.target.items()
+            ]
+            or [F.lit(None).cast("string")]
+        ),
+        lambda x: x.isNotNull(),
+    )
+    if table.ordering == "source":
+        order, number = source_order(op, F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source")), None
+        no_order = (
+            "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
+            "set the table's `ordering` to a column"
+        )
+    else:
+        order, number = _ordering(table, types, values, op)
+        dtype = types.target.get(table.ordering, LongType()).simpleString()
+        no_order = (
+            f"ordering column `{table.ordering}` ({dtype}) has no usable value (missing or NULL, not an integer, "
+            "timestamp or date, or a delete/truncate without it); send it, or choose another `ordering`"
+        )
+    key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
+    image_name = "`after`" if table.mode == "full" else f"`{table.patch_field}`"
     error_class, message = _first_error(
         [
-            (F.json_object_keys(F.col(_JSON)).isNull(), "MalformedJson", "the value is not a JSON object"),
-            (op.isNull(), "MissingOp", f"no `op` field; valid ops are {', '.join(_VALID_OPS)}"),
-            (~op.isin(*_VALID_OPS), "UnknownOp", f"unknown op; valid ops are {', '.join(_VALID_OPS)}"),
-            (
-                op.isin(Op.CREATE.value, Op.READ.value, Op.UPDATE.value) & F.col(_IMAGE).isNull(),
-                "MissingImage",
-                "a create/read/update without `after`" if table.mode == "full" else f"no `{table.patch_field}` object",
-            ),
-            (F.size(bad_values) > 0, "BadValue", "value(s) do not match the column type"),
-            (
-                (op != Op.TRUNCATE.value) & key_missing,
-                "MissingKey",
-                f"key column(s) {table.key} missing from the Kafka key and the row",
-            ),
-            (order.isNull(), "MissingOrder", f"no order: ordering `{table.ordering}` has no value"),
+            (F.json_object_keys(F.col(_PAYLOAD)).isNull(), "MalformedJson",
+             F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
+            (~F.col(_HAS_ENV) & F.lit(not table.columns and table.mode == "full"), "NoSchema",
+             F.lit(f"no schema envelope and table {table.name} declares no `columns`: declare `columns` "
+                   "(column: Spark SQL type) or set value.converter.schemas.enable=true")),
+            (op.isNull(), "MissingOp", F.lit(f"no `op` field; valid ops are {_VALID_OPS}")),
+            (~op.isin(*[o.value for o in Op]), "UnknownOp",
+             F.concat(F.lit("unknown op '"), op, F.lit(f"'; valid ops are {_VALID_OPS}"))),
+            (op.isin(*_IMAGE_OPS) & F.col(_IMAGE).isNull(), "MissingImage",
+             F.lit(f"a create/read/update has no {image_name} object")),
+            (F.col(_IMAGE).isNotNull() & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
+            (F.size(conflicts) > 0, "SchemaConflict",
+             F.concat(F.lit("a column's type changed incompatibly within the batch: "), F.array_join(conflicts, "; "))),
+            (F.size(bad_values) > 0, "BadValue",
+             F.concat(F.lit("value(s) do not convert to the column type: "), F.array_join(bad_values, ", "),
+                      F.lit("; fix the producer or the table's `columns`"))),
+            ((op != Op.TRUNCATE.value) & key_missing, "MissingKey",
+             F.lit(f"key column(s) {', '.join(table.key)} missing or NULL in both the Kafka key and the row; "
+                   "check the table's `key` (and the connector's message.key.columns)")),
+            (order.isNull(), "MissingOrder", F.lit(f"no order: {no_order}")),
         ]
-    )
-    checked = records.withColumn(_ERROR_CLASS, error_class).withColumn(_ERROR, message)
-    # one parse for both outputs: compute every output column once, split by the error column
+    )  # fmt: skip
     reject_columns: list[Column | str] = [
         F.lit(table.name).alias("table"),
         "topic",
@@ -285,38 +333,40 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         "value",
         F.col(_ERROR_CLASS).alias("error_class"),
         F.concat(
-            _where(),
+            F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset")),
             F.lit(f" table {table.name}: "),
             F.col(_ERROR),
-            F.when(F.size(bad_values) > 0, F.concat(F.lit(" "), F.array_join(bad_values, ","))).otherwise(F.lit("")),
-            F.lit(". The record is kept here; fix the producer or the table's `columns`, then replay it."),
+            F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),
         ).alias("error_message"),
     ]
+    masked = {
+        n: F.when(op != Op.TRUNCATE.value, v) if n in table.key else F.when(F.array_contains(present, n), v)
+        for n, v in values.unmasked.items()
+    }
+    ts_ms = (
+        _patch_ts_ms(types, table, number)
+        if table.mode == "patch"
+        else source_ts_ms(F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source"))
+    )
     event_columns: list[Column | str] = [
-        *[values[n].alias(n) for n in names],
+        *[masked[n].alias(n) for n in types.target],
         present.alias(PRESENT),
         op.alias(OP),
         order.alias(ORDER),
-        F.coalesce(F.col(f"{_ENV}.source.ts_ms"), F.col(f"{_ENV}.ts_ms")).alias(TS_MS),
-        _source_text(F.col(_ENV)).alias(SOURCE),
+        ts_ms.alias(TS_MS),
+        source_text(F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source")).alias(SOURCE),
         F.col("topic").alias(KAFKA_TOPIC),
         F.col("partition").alias(KAFKA_PARTITION),
         F.col("offset").alias(KAFKA_OFFSET),
     ]
-    parsed = checked.select(
-        F.col(_ERROR_CLASS).isNull().alias(_OK),
-        F.struct(*event_columns).alias(_EVENT),
-        F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*reject_columns)).alias(_REJECT),
+    # one parse for both outputs: compute every output column once, split by the error class
+    parsed = (
+        records.withColumn(_ERROR_CLASS, error_class)
+        .withColumn(_ERROR, message)
+        .select(
+            F.col(_ERROR_CLASS).isNull().alias(_OK),
+            F.struct(*event_columns).alias(_EVENT),
+            F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*reject_columns)).alias(_REJECT),
+        )
     )
-    schema = StructType([StructField(n, types[n].spark, True) for n in names])
-    return DecodeResult(parsed=parsed, tombstones=tombstones, schema=schema)
-
-
-def _first_error(checks: list[tuple[Column, str, str]]) -> tuple[Column, Column]:
-    """(error class, message) of the first failing check, NULL when every check passes."""
-    error_class: Column = F.lit(None).cast("string")
-    message: Column = F.lit(None).cast("string")
-    for condition, name, text in reversed(checks):
-        error_class = F.when(F.coalesce(condition, F.lit(False)), F.lit(name)).otherwise(error_class)
-        message = F.when(F.coalesce(condition, F.lit(False)), F.lit(text)).otherwise(message)
-    return error_class, message
+    return DecodeResult(parsed=parsed, tombstones=tombstones, schema=types.schema)

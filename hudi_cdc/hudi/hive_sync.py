@@ -14,9 +14,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import TableConfig
+from hudi_cdc.config import TableConfig, TableType
 from hudi_cdc.hudi.writer import table_exists
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
@@ -27,34 +28,95 @@ MODE = "hoodie.datasource.hive_sync.mode"
 MODE_DEFAULT = "hms"
 METASTORE_URIS = "hoodie.datasource.hive_sync.metastore.uris"
 DATABASE = "hoodie.datasource.hive_sync.database"
+DATABASE_DEFAULT = "default"
 TABLE = "hoodie.datasource.hive_sync.table"
 PARTITION_FIELDS = "hoodie.datasource.hive_sync.partition_fields"
 PARTITION_EXTRACTOR = "hoodie.datasource.hive_sync.partition_extractor_class"
+PARTITION_EXTRACTOR_DEFAULT = "org.apache.hudi.hive.MultiPartKeysValueExtractor"
+NON_PARTITIONED_EXTRACTOR = "org.apache.hudi.hive.NonPartitionedExtractor"
 SUPPORT_TIMESTAMP = "hoodie.datasource.hive_sync.support_timestamp"
+SUPPORT_TIMESTAMP_DEFAULT = True
 AUTO_CREATE_DATABASE = "hoodie.datasource.hive_sync.auto_create_database"
+AUTO_CREATE_DATABASE_DEFAULT = "true"
 BASE_PATH = "hoodie.datasource.meta.sync.base.path"
 BASE_FILE_FORMAT = "hoodie.datasource.hive_sync.base_file_format"
-_EXTRACTORS = "org.apache.hudi.hive."
+BASE_FILE_FORMAT_DEFAULT = "PARQUET"
+# MOR only: pinned rather than left to Hudi's defaults, because readers address `<t>_ro` / `<t>_rt`
+TABLE_STRATEGY = "hoodie.datasource.hive_sync.table.strategy"
+TABLE_STRATEGY_DEFAULT = "ALL"
+SKIP_RO_SUFFIX = "hoodie.datasource.hive_sync.skip_ro_suffix"
+SKIP_RO_SUFFIX_DEFAULT = "false"
+# true (Hudi's default since 0.14) also registers a MOR table under its plain name, as a third,
+# snapshot-style table; Trino reads it as stale as `_rt`, so only `_ro` and `_rt` are registered
+SNAPSHOT_WITH_TABLE_NAME = "hoodie.meta.sync.sync_snapshot_with_table_name"
+SNAPSHOT_WITH_TABLE_NAME_DEFAULT = "false"
+RO_SUFFIX = "_ro"
+RT_SUFFIX = "_rt"
+
+
+class HiveSyncOptions(BaseModel):
+    """Hudi hive sync in `hms` mode (thrift straight to the metastore, no HiveServer2) for one table."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metastore_uris: str
+    """thrift://host:port[,thrift://...] of the Hive Metastore."""
+    database: str = DATABASE_DEFAULT
+    table: str
+    """Name in the metastore; a MERGE_ON_READ table is registered as `<table>_ro` and `<table>_rt`."""
+    base_path: str
+    table_type: TableType = "COPY_ON_WRITE"
+    partition_fields: tuple[str, ...] = ()
+    """Partition columns, in order (hive-style `col=value` folders); empty for an unpartitioned table."""
+    support_timestamp: bool = SUPPORT_TIMESTAMP_DEFAULT
+    """Register timestamp columns as TIMESTAMP (not BIGINT) so Hive/Trino read instants."""
+
+    @classmethod
+    def for_table(cls, table: TableConfig, metastore_uris: str) -> HiveSyncOptions:
+        """The sync options of a configured table."""
+        return cls(
+            metastore_uris=metastore_uris,
+            database=table.hive.database,
+            table=table.hive_table,
+            base_path=table.base_path,
+            table_type=table.type,
+            partition_fields=tuple(table.partition_by),
+        )
+
+    @property
+    def registered_tables(self) -> tuple[str, ...]:
+        """The metastore tables the sync creates: `<t>` (COW) or `<t>_ro`, `<t>_rt` (MOR)."""
+        if self.table_type == "MERGE_ON_READ":
+            return (self.table + RO_SUFFIX, self.table + RT_SUFFIX)
+        return (self.table,)
+
+    def as_hoodie_options(self) -> dict[str, str]:
+        """Hudi options: pass to a datasource write (sync inline) or to `HiveSyncTool` (sync later)."""
+        options = {
+            ENABLE: "true",
+            MODE: MODE_DEFAULT,
+            METASTORE_URIS: self.metastore_uris,
+            DATABASE: self.database,
+            TABLE: self.table,
+            BASE_PATH: self.base_path,
+            BASE_FILE_FORMAT: BASE_FILE_FORMAT_DEFAULT,
+            PARTITION_FIELDS: ",".join(self.partition_fields),
+            PARTITION_EXTRACTOR: PARTITION_EXTRACTOR_DEFAULT if self.partition_fields else NON_PARTITIONED_EXTRACTOR,
+            SUPPORT_TIMESTAMP: str(self.support_timestamp).lower(),
+            AUTO_CREATE_DATABASE: AUTO_CREATE_DATABASE_DEFAULT,
+        }
+        if self.table_type == "MERGE_ON_READ":
+            options |= {
+                TABLE_STRATEGY: TABLE_STRATEGY_DEFAULT,
+                SKIP_RO_SUFFIX: SKIP_RO_SUFFIX_DEFAULT,
+                SNAPSHOT_WITH_TABLE_NAME: SNAPSHOT_WITH_TABLE_NAME_DEFAULT,
+            }
+        return options
 
 
 def sync_options(table: TableConfig, metastore_uris: str) -> dict[str, str]:
     """Hudi hive-sync options for one table. MOR tables register `<t>_ro` and `<t>_rt`."""
-    partitioned = bool(table.partition_by)
-    return {
-        ENABLE: "true",
-        MODE: MODE_DEFAULT,
-        METASTORE_URIS: metastore_uris,
-        DATABASE: table.hive.database,
-        TABLE: table.hive_table,
-        BASE_PATH: table.base_path,
-        BASE_FILE_FORMAT: "PARQUET",
-        PARTITION_FIELDS: ",".join(table.partition_by),
-        PARTITION_EXTRACTOR: _EXTRACTORS
-        + ("MultiPartKeysValueExtractor" if partitioned else "NonPartitionedExtractor"),
-        # Debezium timestamps are real timestamps in Hive/Trino, not bigints
-        SUPPORT_TIMESTAMP: "true",
-        AUTO_CREATE_DATABASE: "true",
-    }
+    return HiveSyncOptions.for_table(table, metastore_uris).as_hoodie_options()
 
 
 def sync_table(spark: SparkSession, table: TableConfig, metastore_uris: str) -> None:

@@ -11,6 +11,7 @@ import json
 import logging
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,15 @@ def java25_home() -> Path:
 
 
 class LocalTrino(LocalService):
-    """Trino on a free 127.0.0.1 port with catalogs `hudi` and `hive` on one metastore."""
+    """Trino on a free 127.0.0.1 port with catalogs `hudi` and `hive` on one metastore.
+
+    Its etc/ (written here), data dir and `trino.log` are in `directory`, by default a new
+    `build/run/trino-<id>/`. Hudi tables named through the `hive` catalog are redirected to `hudi`.
+    """
 
     def __init__(self, metastore_uri: str, *, directory: Path | None = None, heap: str = "1536M", startup_timeout: float = 240.0) -> None:
         self.metastore_uri = metastore_uri
-        self.directory = directory or run_dir(SERVICE)
+        self.directory = directory or run_dir(f"{SERVICE}-{uuid.uuid4().hex[:8]}")
         self.heap = heap
         self.startup_timeout = startup_timeout
         self.port = 0
@@ -89,14 +94,15 @@ class LocalTrino(LocalService):
         filesystem = "fs.hadoop.enabled=true\n"
         common = f"hive.metastore.uri={self.metastore_uri}\n{filesystem}"
         (etc / "catalog" / "hudi.properties").write_text(f"connector.name=hudi\n{common}")
-        (etc / "catalog" / "hive.properties").write_text(f"connector.name=hive\n{common}")
+        # without the redirect the hive connector refuses Hudi tables (UNSUPPORTED_TABLE_TYPE)
+        (etc / "catalog" / "hive.properties").write_text(f"connector.name=hive\n{common}hive.hudi-catalog-name=hudi\n")
         return etc
 
     def start(self) -> LocalTrino:
         began = time.monotonic()
         home = server_home()
-        if not (home / "bin" / "launcher").exists():
-            raise ServiceError(SERVICE, f"no server in {home}; run `make trino`")
+        if not (home / "bin" / "launcher").exists() or not (home / "plugin" / "hudi").is_dir():
+            raise ServiceError(SERVICE, f"no server with the hudi plugin in {home}; run `make trino`")
         ensure_directory_free(SERVICE, self.directory)
         self.port = free_port()
         etc = self._write_etc()

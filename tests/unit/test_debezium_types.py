@@ -1,4 +1,4 @@
-"""Every Debezium logical type decodes exactly (shapes as in the Debezium connector docs' JSON events)."""
+"""Every Debezium logical type decodes exactly (field shapes as in the Debezium connector docs' JSON events)."""
 
 from __future__ import annotations
 
@@ -12,83 +12,197 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
+from hudi_cdc.debezium_types import column_type
 from hudi_cdc.decode import decode
+from hudi_cdc.devtools.debezium import encode_decimal
+from tests.unit.test_decode import by_offset, kafka_rows
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
 
-def _field(name: str, kind: str, logical: str | None = None, **params: str) -> dict[str, Any]:
-    field: dict[str, Any] = {"type": kind, "optional": True, "field": name}
+def _field(name: str, kind: str, logical: str | None = None, **extra: Any) -> dict[str, Any]:
+    field: dict[str, Any] = {"type": kind, "optional": True, "field": name, **extra}
     if logical:
         field["name"] = logical
-    if params:
-        field["parameters"] = params
     return field
+
+
+def _decimal(name: str, scale: int, precision: int | None = None) -> dict[str, Any]:
+    params = {"scale": str(scale)} | ({"connect.decimal.precision": str(precision)} if precision else {})
+    return _field(name, "bytes", DECIMAL, parameters=params)
 
 
 FIELDS = [
     _field("id", "int32"),
+    _field("tiny", "int8"),
+    _field("small", "int16"),
+    _field("big", "int64"),
+    _field("f32", "float32"),
+    _field("f64", "float64"),
+    _field("flag", "boolean"),
+    _field("blob", "bytes"),
+    _decimal("money", 4, 20),
+    _decimal("cents", 2, 5),
+    _decimal("huge", 0, 38),
+    _decimal("wide", 10, 38),
+    _decimal("unbounded", 3),  # PostgreSQL numeric(…,3) without a precision parameter
+    _field(
+        "num",
+        "struct",
+        "io.debezium.data.VariableScaleDecimal",
+        fields=[_field("scale", "int32"), _field("value", "bytes")],
+    ),
+    _field("day", "int32", "io.debezium.time.Date"),
     _field("t_ms", "int32", "io.debezium.time.Time"),
     _field("t_us", "int64", "io.debezium.time.MicroTime"),
     _field("t_ns", "int64", "io.debezium.time.NanoTime"),
     _field("ts_ms", "int64", "io.debezium.time.Timestamp"),
+    _field("ts_us", "int64", "io.debezium.time.MicroTimestamp"),
     _field("ts_ns", "int64", "io.debezium.time.NanoTimestamp"),
     _field("ts_zoned", "string", "io.debezium.time.ZonedTimestamp"),
-    _field("num", "struct", "io.debezium.data.VariableScaleDecimal"),
-    _field("money", "bytes", "org.apache.kafka.connect.data.Decimal", scale="4", **{"connect.decimal.precision": "20"}),
     _field("year", "int32", "io.debezium.time.Year"),
-    _field("blob", "bytes"),
-    _field("flag", "boolean"),
-    _field("ratio", "double"),
+    _field("doc", "string", "io.debezium.data.Json"),
+    _field("size", "string", "io.debezium.data.Enum", parameters={"allowed": "S,M,L"}),
+    _field("sizes", "string", "io.debezium.data.EnumSet", parameters={"allowed": "S,M,L"}),
+    _field("uid", "string", "io.debezium.data.Uuid"),
+    _field("xml", "string", "io.debezium.data.Xml"),
+    _field("tags", "array", items={"type": "string", "optional": True}),
+    _field("attrs", "map", keys={"type": "string"}, values={"type": "string", "optional": True}),
+    _field(
+        "point",
+        "struct",
+        "io.debezium.data.geometry.Point",
+        fields=[
+            _field("x", "float64"),
+            _field("y", "float64"),
+            _field("wkb", "bytes"),
+            _field("srid", "int32"),
+        ],
+    ),
 ]
 
 
-def _b64(value: int) -> str:
-    return base64.b64encode(value.to_bytes(max(1, (value.bit_length() + 8) // 8), "big", signed=True)).decode()
+def _b64(number: int) -> str:
+    return base64.b64encode(
+        number.to_bytes(max(1, (number.bit_length() + 8) // 8), "big", signed=True)
+    ).decode()
 
 
-AFTER = {
-    "id": 7,
-    "t_ms": 45_296_789,  # 12:34:56.789
-    "t_us": 45_296_789_123,
-    "t_ns": 45_296_789_123_456,
-    "ts_ms": 1_700_000_000_123,
-    "ts_ns": 1_700_000_000_123_456_789,
-    "ts_zoned": "2024-03-01T12:30:15.5+02:00",
-    "num": {"scale": 3, "value": _b64(-1234567)},
-    "money": _b64(123_456_789_012_345),
-    "year": 2024,
-    "blob": base64.b64encode(b"\x00\xffhi").decode(),
-    "flag": True,
-    "ratio": 0.25,
-}
-EXPECTED = {
-    "t_ms": "12:34:56.789000",
-    "t_us": "12:34:56.789123",
-    "t_ns": "12:34:56.789123",
-    "ts_ms": dt.datetime(2023, 11, 14, 22, 13, 20, 123000),
-    "ts_ns": dt.datetime(2023, 11, 14, 22, 13, 20, 123456),
-    "ts_zoned": dt.datetime(2024, 3, 1, 10, 30, 15, 500000),
-    "num": "-1234.567",
-    "money": Decimal("12345678901.2345"),
-    "year": 2024,
-    "blob": bytearray(b"\x00\xffhi"),
-    "flag": True,
-    "ratio": 0.25,
-}
+NINES_38 = 10**38 - 1
+# (wire value, decoded value) per column, for two rows: typical values and edge values
+CASES: dict[str, list[tuple[Any, Any]]] = {
+    "tiny": [(-128, -128), (127, 127)],
+    "small": [(-32768, -32768), (32767, 32767)],
+    "big": [(2**63 - 1, 2**63 - 1), (-(2**63), -(2**63))],
+    "f32": [(0.5, 0.5), (-1.25, -1.25)],
+    "f64": [(0.1, 0.1), (-1e300, -1e300)],
+    "flag": [(True, True), (False, False)],
+    "blob": [(base64.b64encode(b"\x00\xffhi").decode(), bytearray(b"\x00\xffhi")), ("", bytearray(b""))],
+    "money": [(_b64(123_456_789_012_345), Decimal("12345678901.2345")), (_b64(-1), Decimal("-0.0001"))],
+    "cents": [(encode_decimal(Decimal("-123.45"), 2), Decimal("-123.45")), (encode_decimal(Decimal("0.05"), 2), Decimal("0.05"))],
+    "huge": [(_b64(NINES_38), Decimal(NINES_38)), (_b64(-NINES_38), Decimal(-NINES_38))],
+    "wide": [(_b64(12345678901234567890123456789012345678), Decimal("1234567890123456789012345678.9012345678")),
+             (_b64(-(2**120)), Decimal(f"{-(2**120)}E-10"))],
+    "unbounded": [(_b64(0), Decimal("0.000")), (_b64(-128), Decimal("-0.128"))],
+    "num": [({"scale": 3, "value": _b64(-1234567)}, "-1234.567"), ({"scale": 0, "value": _b64(10**30)}, str(10**30))],
+    "day": [(19_000, dt.date(2022, 1, 8)), (-1, dt.date(1969, 12, 31))],
+    "t_ms": [(45_296_789, "12:34:56.789000"), (0, "00:00:00.000000")],
+    # MySQL TIME is a duration: beyond 24 hours and negative
+    "t_us": [(3_023_999_000_001, "839:59:59.000001"), (-1_000_001, "-00:00:01.000001")],
+    "t_ns": [(45_296_789_123_456, "12:34:56.789123"), (86_399_999_999_999, "23:59:59.999999")],
+    "ts_ms": [(1_700_000_000_123, dt.datetime(2023, 11, 14, 22, 13, 20, 123000)), (-1, dt.datetime(1969, 12, 31, 23, 59, 59, 999000))],
+    "ts_us": [(1_700_000_000_123_456, dt.datetime(2023, 11, 14, 22, 13, 20, 123456)), (-1, dt.datetime(1969, 12, 31, 23, 59, 59, 999999))],
+    # nanoseconds floor to microseconds (a double would lose the last digits of this one)
+    "ts_ns": [(1_700_000_000_123_456_789, dt.datetime(2023, 11, 14, 22, 13, 20, 123456)), (-1, dt.datetime(1969, 12, 31, 23, 59, 59, 999999))],
+    "ts_zoned": [("2024-03-01T12:30:15.5+02:00", dt.datetime(2024, 3, 1, 10, 30, 15, 500000)),
+                 ("2024-03-01T23:59:59.123456789Z", dt.datetime(2024, 3, 1, 23, 59, 59, 123456))],
+    "year": [(2024, 2024), (1901, 1901)],
+    "doc": [('{"a": [1, 2]}', '{"a": [1, 2]}'), ("null", "null")],
+    "size": [("M", "M"), ("L", "L")],
+    "sizes": [("S,L", "S,L"), ("", "")],
+    "uid": [("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",) * 2, ("00000000-0000-0000-0000-000000000000",) * 2],
+    "xml": [("<a>1</a>",) * 2, ("<b/>",) * 2],
+    "tags": [(["x", None, "z"], ["x", None, "z"]), ([], [])],
+    # maps travel as JSON text (Spark cannot order maps, the fold needs to)
+    "attrs": [({"k": "v", "n": None}, '{"k":"v","n":null}'), ({}, "{}")],
+    "point": [({"x": 1.5, "y": -2.0, "wkb": base64.b64encode(b"\x01\x01").decode(), "srid": 4326},
+               {"x": 1.5, "y": -2.0, "wkb": bytearray(b"\x01\x01"), "srid": 4326}),
+              ({"x": 0.0, "y": 0.0, "wkb": None, "srid": None}, {"x": 0.0, "y": 0.0, "wkb": None, "srid": None})],
+}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def event(spark: SparkSession) -> Any:
-    """One Debezium create event carrying every type, decoded once."""
+def _envelope(after: dict[str, Any], pos: int) -> bytes:
     row_schema = {"type": "struct", "fields": FIELDS, "optional": True, "name": "srv.db.t.Value"}
     envelope = {
         "schema": {"type": "struct", "fields": [{**row_schema, "field": "before"}, {**row_schema, "field": "after"}]},
-        "payload": {"before": None, "after": AFTER, "op": "c", "ts_ms": 1, "source": {"ts_ms": 1, "file": "bin.000001", "pos": 4, "row": 0}},
-    }
-    raw = spark.createDataFrame([(None, json.dumps(envelope).encode(), "srv.db.t", 0, 0)], "key binary, value binary, topic string, partition int, offset long")
-    (decoded,) = decode(raw, TableConfig(name="t", key=["id"], base_path="/unused")).events.collect()
-    return decoded
+        "payload": {"before": None, "after": after, "op": "c", "ts_ms": 1,
+                    "source": {"ts_ms": 1, "file": "bin.000001", "pos": pos, "row": 0}},
+    }  # fmt: skip
+    return json.dumps(envelope).encode()
 
 
-@pytest.mark.parametrize("column", list(EXPECTED))
-def test_logical_type_decodes_exactly(event: Any, column: str) -> None:
-    assert event[column] == EXPECTED[column]
+@pytest.fixture(scope="module")
+def decoded(
+    spark: SparkSession,
+) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]], dict[str, str]]:
+    """Two create events carrying every type, plus one whose decimal overflows 38 digits."""
+    rows = [{"id": i, **{name: values[i][0] for name, values in CASES.items()}} for i in (0, 1)]
+    overflow = {"id": 2, "huge": _b64(10**38)}
+    records = [(None, _envelope(after, pos)) for pos, after in enumerate([*rows, overflow])]
+    result = decode(
+        kafka_rows(spark, records, topic="srv.db.t"), TableConfig(name="t", key=["id"], base_path="/unused")
+    )
+    types = {f.name: f.dataType.simpleString() for f in result.schema.fields}
+    return by_offset(result.events), by_offset(result.rejects), types
+
+
+@pytest.mark.parametrize("row", [0, 1], ids=["typical", "edge"])
+@pytest.mark.parametrize("column", list(CASES))
+def test_logical_type_decodes_exactly(decoded: Any, column: str, row: int) -> None:
+    value = decoded[0][row][column]
+    if column == "point" and value is not None:
+        value = value.asDict()
+    assert value == CASES[column][row][1]
+
+
+def test_spark_types_of_the_decoded_columns(decoded: Any) -> None:
+    types = decoded[2]
+    assert (types["tiny"], types["small"], types["big"], types["f32"], types["f64"]) == (
+        "tinyint",
+        "smallint",
+        "bigint",
+        "float",
+        "double",
+    )
+    assert (types["money"], types["cents"], types["huge"], types["wide"], types["unbounded"]) == (
+        "decimal(20,4)", "decimal(5,2)", "decimal(38,0)", "decimal(38,10)", "decimal(38,3)")  # fmt: skip
+    assert (types["num"], types["t_us"], types["ts_ns"], types["ts_zoned"], types["day"], types["year"]) == (
+        "string", "string", "timestamp", "timestamp", "date", "int")  # fmt: skip
+    assert (types["tags"], types["attrs"], types["blob"]) == ("array<string>", "string", "binary")
+    assert types["point"] == "struct<x:double,y:double,wkb:binary,srid:int>"
+
+
+def test_decimal_beyond_38_digits_is_rejected_not_rounded(decoded: Any) -> None:
+    reject = decoded[1][2]
+    assert reject["error_class"] == "BadValue" and "huge (decimal(38,0))" in reject["error_message"]
+    assert 2 not in decoded[0]
+
+
+@pytest.mark.parametrize(
+    ("field", "spark_type"),
+    [
+        pytest.param(_decimal("d", 2, 50), "decimal(38,2)", id="precision-above-38"),
+        pytest.param(
+            _field("m", "map", keys={"type": "int32"}, values={"type": "string"}),
+            "string",
+            id="map-int-keys-as-json",
+        ),
+        pytest.param(
+            _field("a", "array", items=_decimal("x", 2, 9)), "array<decimal(9,2)>", id="array-of-decimals"
+        ),
+        pytest.param(_field("t", "int32", "org.apache.kafka.connect.data.Time"), "string", id="connect-time"),
+        pytest.param(_field("u", "unknown-kind"), "string", id="unknown-kept-as-json"),
+    ],
+)
+def test_column_type_mapping(field: dict[str, Any], spark_type: str) -> None:
+    assert column_type(field).spark.simpleString() == spark_type

@@ -1,9 +1,16 @@
-"""Decoding Debezium JSON (with and without the schema envelope) and patch messages."""
+"""Decoding Debezium JSON (with and without the schema envelope), patch messages and bad records.
+
+Fixtures follow the shapes of the Debezium connector documentation's example events (MySQL
+`inventory.customers`, a PostgreSQL update with an unchanged TOASTed column, schemas.enable=false
+payloads); the values are our own. Each batch is decoded once per module to keep Spark light.
+"""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+import random
 from decimal import Decimal
 from typing import Any
 
@@ -11,115 +18,481 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.decode import decode
+from hudi_cdc.decode import TOAST_PLACEHOLDER, DecodeResult, decode
 from hudi_cdc.devtools.debezium import Column, DebeziumTable, KafkaRecord, patch_message
-from hudi_cdc.events import PRESENT, binlog_order, column_order
+from hudi_cdc.events import PRESENT, binlog_order, column_order, lsn_order, ts_order
 
-COLUMNS = [
-    Column("id", "int64", optional=False),
-    Column("name", "string"),
-    Column("balance", "decimal", scale=2, precision=12),
-    Column("born", "date"),
-    Column("updated_at", "micro_timestamp"),
-    Column("profile", "json"),
-]
-CUSTOMERS = DebeziumTable(server="shop", database="inventory", table="customers", columns=COLUMNS, key=["id"])
-TABLE = TableConfig(name="customers", key=["id"], base_path="/unused")
-ROW = {
-    "id": 1001,
-    "name": "Sally",
+TOPIC = "dbserver1.inventory.customers"
+KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+T0 = dt.datetime(2024, 6, 1, 12, 0, 0)
+
+
+def kafka_rows(
+    spark: SparkSession, records: list[KafkaRecord], topic: str = TOPIC, partition: int = 0
+) -> DataFrame:
+    """Spark Kafka source rows for `records`, at offsets 0.. and one second apart."""
+    rows = [
+        (key, value, topic, partition, offset, T0 + dt.timedelta(seconds=offset))
+        for offset, (key, value) in enumerate(records)
+    ]
+    return spark.createDataFrame(rows, KAFKA_COLUMNS)
+
+
+def by_offset(frame: DataFrame) -> dict[int, dict[str, Any]]:
+    """Rows of an events or rejects frame, keyed by Kafka offset."""
+    column = "_kafka_offset" if "_kafka_offset" in frame.columns else "offset"
+    return {row[column]: row.asDict() for row in frame.collect()}
+
+
+# ---- MySQL with the schema envelope (the docs' inventory.customers, plus typed columns) ------
+CUSTOMERS = DebeziumTable(
+    server="dbserver1",
+    database="inventory",
+    table="customers",
+    key=["id"],
+    columns=[
+        Column("id", "int32", optional=False),
+        Column("first_name", "string", optional=False),
+        Column("last_name", "string", optional=False),
+        Column("email", "string", optional=False),
+        Column("balance", "decimal", scale=2, precision=12),
+        Column("born", "date"),
+        Column("updated_at", "micro_timestamp"),
+        Column("profile", "json"),
+    ],
+)
+ANNE = {
+    "id": 1004,
+    "first_name": "Anne",
+    "last_name": "Kretchmar",
+    "email": "annek@noanswer.org",
     "balance": Decimal("-1234567890.12"),
-    "born": dt.date(1990, 5, 17),
+    "born": dt.date(1961, 2, 3),
     "updated_at": dt.datetime(2024, 3, 1, 12, 30, 15, 123456),
     "profile": '{"vip": true}',
 }
+SALLY = {**ANNE, "id": 1001, "first_name": "Sally", "last_name": "Thomas", "email": "sally.thomas@acme.com"}
+CUSTOMERS_TABLE = TableConfig(name="customers", key=["id"], base_path="/unused")
 
 
-def _raw(spark: SparkSession, records: list[KafkaRecord], topic: str = "shop.inventory.customers") -> DataFrame:
-    rows = [(key, value, topic, 0, offset) for offset, (key, value) in enumerate(records)]
-    return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long")
+@pytest.fixture(scope="module")
+def mysql(spark: SparkSession) -> tuple[DecodeResult, dict[int, dict[str, Any]]]:
+    """Snapshot read, create, update, delete and tombstone of the customers table, one batch."""
+    records = [
+        CUSTOMERS.change("r", after=SALLY, pos=154),
+        CUSTOMERS.change("c", after=ANNE, pos=4567, row=1, ts_ms=1_700_000_000_000),
+        CUSTOMERS.change("u", before=ANNE, after={**ANNE, "email": "anne@example.org"}, pos=4890),
+        CUSTOMERS.change("d", before=ANNE, pos=5012),
+        CUSTOMERS.tombstone(ANNE),
+        CUSTOMERS.change("u", after=SALLY, pos=154),  # captured at the snapshot's own position
+    ]
+    result = decode(kafka_rows(spark, records), CUSTOMERS_TABLE)
+    return result, by_offset(result.events)
 
 
-def _events(spark: SparkSession, records: list[KafkaRecord], table: TableConfig = TABLE) -> list[dict[str, Any]]:
-    return [r.asDict() for r in decode(_raw(spark, records), table).events.orderBy("_kafka_offset").collect()]
+def test_create_decodes_every_column_exactly(mysql: tuple[DecodeResult, dict[int, dict[str, Any]]]) -> None:
+    create = mysql[1][1]
+    assert {k: create[k] for k in ANNE} == ANNE
+    assert sorted(create[PRESENT]) == sorted(ANNE)
+    assert (create["_cdc_op"], create["_cdc_ts_ms"], create["_cdc_source"]) == (
+        "c",
+        1_700_000_000_000,
+        "mysql-bin.000003:4567:1",
+    )
+    assert create["_cdc_order"] == binlog_order(
+        file_seq=3, pos=4567, row=1, snapshot=False, partition=0, offset=1
+    )
 
 
-def test_create_with_schema_envelope_maps_logical_types_exactly(spark: SparkSession) -> None:
-    (event,) = _events(spark, [CUSTOMERS.change("c", after=ROW, pos=4567, row=1)])
-    assert {k: event[k] for k in ROW} == ROW
-    assert event["_cdc_op"] == "c"
-    assert sorted(event[PRESENT]) == sorted(ROW)
-    assert event["_cdc_source"] == "mysql-bin.000003:4567:1"
-    assert event["_cdc_order"] == binlog_order(file_seq=3, pos=4567, row=1, snapshot=False, partition=0, offset=0)
+def test_decoded_schema_comes_from_the_envelope(
+    mysql: tuple[DecodeResult, dict[int, dict[str, Any]]],
+) -> None:
+    types = {f.name: f.dataType.simpleString() for f in mysql[0].schema.fields}
+    assert types == {
+        "id": "int", "first_name": "string", "last_name": "string", "email": "string", "balance": "decimal(12,2)",
+        "born": "date", "updated_at": "timestamp", "profile": "string",
+    }  # fmt: skip
 
 
-def test_without_schema_envelope_uses_declared_columns(spark: SparkSession) -> None:
-    plain = DebeziumTable(server="shop", database="inventory", table="customers", columns=COLUMNS[:2], key=["id"], with_schema=False)
-    table = TableConfig(name="customers", key=["id"], base_path="/unused", columns={"id": "bigint", "name": "string"})
-    (event,) = _events(spark, [plain.change("u", before=ROW, after={"id": 1001, "name": "Sal"})], table)
-    assert (event["id"], event["name"], event["_cdc_op"]) == (1001, "Sal", "u")
+def test_update_carries_the_after_image(mysql: tuple[DecodeResult, dict[int, dict[str, Any]]]) -> None:
+    update = mysql[1][2]
+    assert (update["_cdc_op"], update["email"], update["first_name"]) == ("u", "anne@example.org", "Anne")
+    assert sorted(update[PRESENT]) == sorted(ANNE)
 
 
-def test_snapshot_read_sorts_before_change_at_the_same_position(spark: SparkSession) -> None:
-    read, change = _events(spark, [CUSTOMERS.change("r", after=ROW, pos=900), CUSTOMERS.change("u", after=ROW, pos=900)])
+def test_delete_takes_the_key_from_before_and_carries_no_columns(
+    mysql: tuple[DecodeResult, dict[int, dict[str, Any]]],
+) -> None:
+    delete = mysql[1][3]
+    assert (delete["id"], delete["_cdc_op"], delete[PRESENT]) == (1004, "d", [])
+    assert delete["email"] is None and delete["balance"] is None  # absent columns read NULL
+
+
+def test_tombstone_is_acknowledged_not_decoded(mysql: tuple[DecodeResult, dict[int, dict[str, Any]]]) -> None:
+    result, events = mysql
+    assert 4 not in events and result.rejects.count() == 0
+    assert [tuple(r) for r in result.tombstones.collect()] == [(TOPIC, 0, 4)]
+
+
+def test_snapshot_read_sorts_before_a_change_at_the_same_position(
+    mysql: tuple[DecodeResult, dict[int, dict[str, Any]]],
+) -> None:
+    read, change = mysql[1][0], mysql[1][5]
+    assert read["_cdc_order"] == binlog_order(
+        file_seq=3, pos=154, row=0, snapshot=True, partition=0, offset=0
+    )
     assert read["_cdc_order"] < change["_cdc_order"]
 
 
-def test_delete_takes_key_from_before_and_carries_no_columns(spark: SparkSession) -> None:
-    (event,) = _events(spark, [CUSTOMERS.change("d", before=ROW)])
-    assert (event["id"], event["_cdc_op"], event[PRESENT]) == (1001, "d", [])
+# ---- a hand-written MySQL update, schemas.enable=true, key with its own envelope ------------
+def _mysql_update_by_hand() -> KafkaRecord:
+    row_schema = {
+        "type": "struct", "optional": True, "name": "dbserver1.inventory.customers.Value",
+        "fields": [
+            {"type": "int32", "optional": False, "field": "id"},
+            {"type": "string", "optional": False, "field": "first_name"},
+            {"type": "string", "optional": True, "field": "email"},
+        ],
+    }  # fmt: skip
+    value = {
+        "schema": {
+            "type": "struct", "optional": False, "name": "dbserver1.inventory.customers.Envelope",
+            "fields": [{**row_schema, "field": "before"}, {**row_schema, "field": "after"},
+                       {"type": "struct", "fields": [], "optional": False, "field": "source"},
+                       {"type": "string", "optional": False, "field": "op"}],
+        },
+        "payload": {
+            "before": {"id": 1001, "first_name": "Sally", "email": "sally@old.example"},
+            "after": {"id": 1001, "first_name": "Sally", "email": None},
+            "source": {"version": "2.7.3.Final", "connector": "mysql", "name": "dbserver1", "ts_ms": 1718000000000,
+                       "snapshot": "false", "db": "inventory", "table": "customers", "server_id": 223344,
+                       "gtid": None, "file": "mysql-bin.000012", "pos": 805, "row": 2, "thread": 7, "query": None},
+            "op": "u", "ts_ms": 1718000000123, "transaction": None,
+        },
+    }  # fmt: skip
+    key = {
+        "schema": {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}]},
+        "payload": {"id": 1001},
+    }
+    return json.dumps(key).encode(), json.dumps(value).encode()
 
 
-def test_delete_with_null_before_takes_key_from_kafka_key(spark: SparkSession) -> None:
-    key, value = CUSTOMERS.change("d", before=ROW)
+def test_hand_written_update_with_explicit_null(spark: SparkSession) -> None:
+    (event,) = decode(kafka_rows(spark, [_mysql_update_by_hand()]), CUSTOMERS_TABLE).events.collect()
+    assert (event["id"], event["email"], sorted(event[PRESENT])) == (
+        1001,
+        None,
+        ["email", "first_name", "id"],
+    )
+    assert event["_cdc_source"] == "mysql-bin.000012:805:2"
+    assert event["_cdc_order"] == binlog_order(
+        file_seq=12, pos=805, row=2, snapshot=False, partition=0, offset=0
+    )
+
+
+# ---- schemas.enable=false, mixed with envelope records in one batch --------------------------
+# a schemaless connector with decimal.handling.mode=string; its TIMESTAMP column is a ZonedTimestamp
+PLAIN = DebeziumTable(
+    server="dbserver1", database="inventory", table="customers", key=["id"], with_schema=False,
+    columns=[Column("id", "int32"), Column("first_name", "string"), Column("last_name", "string"),
+             Column("email", "string"), Column("balance", "string"), Column("updated_at", "zoned_timestamp")],
+)  # fmt: skip
+ANNE_PLAIN = {**ANNE, "balance": "-1234567890.12"}
+DECLARED = TableConfig(
+    name="customers", key=["id"], base_path="/unused",
+    columns={"id": "int", "first_name": "string", "email": "string", "balance": "decimal(12,2)", "updated_at": "timestamp"},
+)  # fmt: skip
+
+
+def test_without_envelope_types_come_from_declared_columns_even_mixed(spark: SparkSession) -> None:
+    records = [
+        PLAIN.change("c", after=ANNE_PLAIN, pos=10),
+        CUSTOMERS.change("c", after=SALLY, pos=20),  # an envelope record in the same batch
+        PLAIN.change("d", before=ANNE_PLAIN, pos=30),
+    ]
+    result = decode(kafka_rows(spark, records), DECLARED)
+    events = by_offset(result.events)
+    assert result.rejects.count() == 0
+    plain = events[0]
+    assert {k: plain[k] for k in DECLARED.columns} == {k: ANNE[k] for k in DECLARED.columns}
+    # last_name is in the JSON but not declared: plain records cannot type it, so it is not PRESENT
+    assert sorted(plain[PRESENT]) == ["balance", "email", "first_name", "id", "updated_at"]
+    assert plain["last_name"] is None
+    # the envelope record is typed by its own schema (base64 decimal, epoch µs), then by the declared types
+    assert {k: events[1][k] for k in SALLY} == SALLY
+    assert (events[2]["id"], events[2]["_cdc_op"], events[2][PRESENT]) == (1004, "d", [])
+    types = {f.name: f.dataType.simpleString() for f in result.schema.fields}
+    assert (types["balance"], types["updated_at"], types["born"]) == ("decimal(12,2)", "timestamp", "date")
+
+
+def test_declared_timestamp_refuses_epoch_numbers(spark: SparkSession) -> None:
+    value = {"op": "c", "after": {"id": 1, "updated_at": 1709296215123456}, "ts_ms": 1}
+    (reject,) = decode(kafka_rows(spark, [(None, json.dumps(value).encode())]), DECLARED).rejects.collect()
+    assert (
+        reject["error_class"] == "BadValue" and "declare epoch numbers as bigint" in reject["error_message"]
+    )
+
+
+def test_plain_record_without_declared_columns_is_rejected_with_what_to_do(spark: SparkSession) -> None:
+    result = decode(kafka_rows(spark, [PLAIN.change("c", after=ANNE_PLAIN)]), CUSTOMERS_TABLE)
+    (reject,) = result.rejects.collect()
+    assert reject["error_class"] == "NoSchema" and "declare `columns`" in reject["error_message"]
+
+
+# ---- PostgreSQL: lsn order, TOAST placeholders, key-only `before` ----------------------------
+DOCS = DebeziumTable(
+    server="fulfillment", database="postgres", table="docs", key=["id"], connector="postgresql",
+    columns=[Column("id", "int64", optional=False), Column("title", "string"), Column("body", "string"),
+             Column("blob", "bytes"), Column("version", "int32")],
+)  # fmt: skip
+
+DOCS_TABLE = TableConfig(name="docs", key=["id"], base_path="/unused")
+
+
+def test_postgres_update_with_toast_placeholders_leaves_them_absent(spark: SparkSession) -> None:
+    tags = {"type": "array", "items": {"type": "string"}, "optional": True, "field": "tags"}
+    key, value = DOCS.change(
+        "u",
+        after={"id": 7, "title": None, "body": TOAST_PLACEHOLDER, "blob": TOAST_PLACEHOLDER, "version": 3},
+        lsn=33_227_720,
+    )
+    envelope = json.loads(value or b"")
+    for part in envelope["schema"]["fields"][:2]:
+        part["fields"].append(tags)  # a text[] column, TOASTed too
+    envelope["payload"]["after"]["tags"] = [TOAST_PLACEHOLDER]
+    (event,) = decode(
+        kafka_rows(spark, [(key, json.dumps(envelope).encode())], topic=DOCS.topic), DOCS_TABLE
+    ).events.collect()
+    assert sorted(event[PRESENT]) == ["id", "title", "version"]
+    assert (event["body"], event["blob"], event["tags"], event["title"], event["version"]) == (
+        None,
+        None,
+        None,
+        None,
+        3,
+    )
+    assert event["_cdc_order"] == lsn_order(lsn=33_227_720, snapshot=False, partition=0, offset=0)
+    assert event["_cdc_source"] == "33227720"
+
+
+def test_postgres_delete_with_key_only_before_and_boolean_snapshot_flag(spark: SparkSession) -> None:
+    key, value = DOCS.change("d", before={"id": 8}, lsn=33_227_900)
+    envelope = json.loads(value or b"")
+    envelope["payload"]["source"]["snapshot"] = True  # old connectors wrote a JSON boolean
+    (event,) = decode(
+        kafka_rows(spark, [(key, json.dumps(envelope).encode())], topic=DOCS.topic), DOCS_TABLE
+    ).events.collect()
+    assert (event["id"], event["_cdc_op"], event[PRESENT]) == (8, "d", [])
+    assert event["_cdc_order"] == lsn_order(lsn=33_227_900, snapshot=True, partition=0, offset=0)
+
+
+# ---- keys: Kafka key first, then the row; truncates have none --------------------------------
+def test_delete_with_null_before_takes_the_key_from_the_kafka_key(spark: SparkSession) -> None:
+    key, value = CUSTOMERS.change("d", before=ANNE)
     envelope = json.loads(value or b"")
     envelope["payload"]["before"] = None
-    (event,) = _events(spark, [(key, json.dumps(envelope).encode())])
-    assert event["id"] == 1001
+    plain_key = json.dumps({"id": 1005}).encode()  # schemas.enable=false on the key converter
+    records = [(key, json.dumps(envelope).encode()), (plain_key, json.dumps(envelope).encode())]
+    events = by_offset(decode(kafka_rows(spark, records), CUSTOMERS_TABLE).events)
+    assert (events[0]["id"], events[1]["id"]) == (1004, 1005)
 
 
-def test_minimal_image_is_a_patch_and_explicit_null_is_present(spark: SparkSession) -> None:
-    (event,) = _events(spark, [CUSTOMERS.change("u", after={"id": 1001, "name": None}, partial=True)])
-    assert sorted(event[PRESENT]) == ["id", "name"]
-    assert event["name"] is None
+def test_truncate_has_no_key_and_no_columns(spark: SparkSession) -> None:
+    (event,) = decode(
+        kafka_rows(spark, [CUSTOMERS.change("t", pos=9000, with_key=False)]), CUSTOMERS_TABLE
+    ).events.collect()
+    assert (event["id"], event[PRESENT], event["_cdc_op"]) == (None, [], "t")
+    assert event["_cdc_order"] == binlog_order(
+        file_seq=3, pos=9000, row=0, snapshot=False, partition=0, offset=0
+    )
 
 
-def test_toast_placeholder_means_absent(spark: SparkSession) -> None:
-    (event,) = _events(spark, [CUSTOMERS.change("u", after={**ROW, "profile": "__debezium_unavailable_value"})])
-    assert "profile" not in event[PRESENT] and "name" in event[PRESENT]
-
-
-def test_patch_message_orders_by_configured_column(spark: SparkSession) -> None:
+# ---- ordering: ts-only sources, ordering columns, patches -----------------------------------
+def test_source_with_only_ts_ms_orders_by_it(spark: SparkSession) -> None:
+    value = {
+        "op": "c",
+        "after": {"id": 1, "first_name": "x"},
+        "source": {"connector": "sqlserver", "ts_ms": 1718000000001},
+        "ts_ms": 5,
+    }
     table = TableConfig(
-        name="people", key=["id"], base_path="/unused", mode="patch", ordering="ts",
-        columns={"id": "bigint", "age": "int", "name": "string"},
-    )  # fmt: skip
-    (event,) = _events(spark, [patch_message({"id": 123}, 1435290195610, {"age": 25})], table)
-    assert (event["id"], event["age"], sorted(event[PRESENT])) == (123, 25, ["age", "id"])
-    assert event["_cdc_order"] == column_order(value=1435290195610, partition=0, offset=0)
+        name="customers", key=["id"], base_path="/unused", columns={"id": "int", "first_name": "string"}
+    )
+    (event,) = decode(kafka_rows(spark, [(None, json.dumps(value).encode())]), table).events.collect()
+    assert event["_cdc_order"] == ts_order(ts_ms=1718000000001, partition=0, offset=0)
+    assert (event["_cdc_source"], event["_cdc_ts_ms"]) == ("1718000000001", 1718000000001)
 
 
-def test_tombstones_are_separated(spark: SparkSession) -> None:
-    result = decode(_raw(spark, [CUSTOMERS.change("c", after=ROW), CUSTOMERS.tombstone(ROW)]), TABLE)
-    assert (result.events.count(), result.tombstones.count(), result.rejects.count()) == (1, 1, 0)
+def test_ordering_column_timestamp_uses_epoch_micros(spark: SparkSession) -> None:
+    table = CUSTOMERS_TABLE.model_copy(update={"ordering": "updated_at"})
+    late = {**ANNE, "updated_at": dt.datetime(1969, 12, 31, 23, 59, 59, 999999)}
+    events = by_offset(
+        decode(
+            kafka_rows(spark, [CUSTOMERS.change("c", after=ANNE), CUSTOMERS.change("u", after=late)]), table
+        ).events
+    )
+    assert events[0]["_cdc_order"] == column_order(value=1709296215123456, partition=0, offset=0)
+    assert events[1]["_cdc_order"] == column_order(value=-1, partition=0, offset=1)
+    assert events[1]["_cdc_order"] < events[0]["_cdc_order"]
 
 
-@pytest.mark.parametrize(
-    ("value", "error_class"),
-    [
-        pytest.param(b"{not json", "MalformedJson", id="malformed"),
-        pytest.param(json.dumps({"after": {"id": 1}, "source": {"ts_ms": 1}}).encode(), "MissingOp", id="no-op"),
-        pytest.param(json.dumps({"op": "x", "after": {"id": 1}, "ts_ms": 1}).encode(), "UnknownOp", id="unknown-op"),
-        pytest.param(json.dumps({"op": "c", "after": {"name": "x"}, "ts_ms": 1}).encode(), "MissingKey", id="no-key"),
-        pytest.param(json.dumps({"op": "c", "after": {"id": "abc"}, "ts_ms": 1}).encode(), "BadValue", id="bad-type"),
-    ],
-)
-def test_bad_records_are_rejected_with_position_and_the_batch_goes_on(spark: SparkSession, value: bytes, error_class: str) -> None:
-    table = TableConfig(name="customers", key=["id"], base_path="/unused", columns={"id": "bigint", "name": "string"})
-    good = CUSTOMERS.change("c", after=ROW)
-    result = decode(_raw(spark, [good, (None, value)]), table)
+PEOPLE = TableConfig(
+    name="people", key=["id"], base_path="/unused", mode="patch", ordering="ts",
+    columns={"id": "bigint", "age": "int", "name": "string", "ts": "bigint"},
+)  # fmt: skip
+
+
+def test_patch_messages_carry_present_fields_key_and_order(spark: SparkSession) -> None:
+    records = [
+        patch_message({"id": 123}, 1435290195610, {"age": 25}),
+        patch_message(
+            {"id": 124}, 1435290195611, {"name": None, "ts": 1}
+        ),  # top-level ts wins over the image's
+        (
+            json.dumps({"id": 125}).encode(),
+            json.dumps({"ts": 7, "data": {"age": 3}}).encode(),
+        ),  # key only in the Kafka key
+    ]
+    result = decode(kafka_rows(spark, records, topic="people"), PEOPLE)
+    events = by_offset(result.events)
+    assert (events[0]["id"], events[0]["age"], sorted(events[0][PRESENT]), events[0]["_cdc_op"]) == (
+        123,
+        25,
+        ["age", "id"],
+        "u",
+    )
+    assert events[0]["_cdc_order"] == column_order(value=1435290195610, partition=0, offset=0)
+    assert events[0]["_cdc_ts_ms"] == 1435290195610
+    assert (events[1]["name"], sorted(events[1][PRESENT])) == (None, ["id", "name", "ts"])
+    assert events[1]["_cdc_order"] == column_order(value=1435290195611, partition=0, offset=1)
+    assert (events[2]["id"], events[2]["age"]) == (125, 3)
+
+
+def test_order_expressions_equal_their_python_twins(spark: SparkSession) -> None:
+    """Spark's ORDER strings equal events.py's for many positions, boundaries included."""
+    rng = random.Random(20240601)
+    rows, expected = [], {}
+    for i in range(45):
+        file_seq, row = rng.choice([0, 1, 999_999]), rng.randrange(500)
+        pos = rng.choice([0, 4, 2**63 - 1, rng.randrange(2**40)])
+        partition, offset = rng.randrange(100), rng.choice([0, i, 2**62 + i])
+        op, flag = rng.choice(
+            [("r", "true"), ("r", "incremental"), ("c", "false"), ("u", "last"), ("d", None)]
+        )
+        snapshot = op == "r" or flag == "last"
+        if i % 3 == 0:
+            source: dict[str, Any] = {
+                "file": f"mysql-bin.{file_seq:06d}",
+                "pos": pos,
+                "row": row,
+                "snapshot": flag,
+                "ts_ms": 1,
+            }
+            expected[i] = binlog_order(
+                file_seq=file_seq, pos=pos, row=row, snapshot=snapshot, partition=partition, offset=offset
+            )
+        elif i % 3 == 1:
+            source = {"lsn": pos, "snapshot": flag, "ts_ms": 1}
+            expected[i] = lsn_order(lsn=pos, snapshot=snapshot, partition=partition, offset=offset)
+        else:
+            source = {"ts_ms": pos}
+            expected[i] = ts_order(ts_ms=pos, partition=partition, offset=offset)
+        value = {"op": op, "before": {"id": i}, "after": {"id": i}, "source": source}
+        rows.append((None, json.dumps(value).encode(), "t", partition, offset, T0))
+    table = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": "int"})
+    events = decode(spark.createDataFrame(rows, KAFKA_COLUMNS), table).events.collect()
+    assert {r["id"]: r["_cdc_order"] for r in events} == expected
+
+
+# ---- rejects: one batch of bad records next to a good one ------------------------------------
+BAD: dict[str, tuple[bytes, str, str]] = {
+    "malformed-json": (b'{"op": "c", "after": {"id": 1', "MalformedJson", "not a JSON object"),
+    "not-an-object": (b"[1, 2, 3]", "MalformedJson", "not a JSON object"),
+    "missing-op": (json.dumps({"after": {"id": 1}, "source": {"ts_ms": 1}}).encode(), "MissingOp", "valid ops are c, r, u, d, t"),
+    "unknown-op": (json.dumps({"op": "x", "after": {"id": 1}, "ts_ms": 1}).encode(), "UnknownOp", "unknown op 'x'; valid ops are c, r, u, d, t"),
+    "missing-after": (json.dumps({"op": "c", "after": None, "ts_ms": 1}).encode(), "MissingImage", "has no `after` object"),
+    "missing-key": (json.dumps({"op": "c", "after": {"first_name": "x"}, "ts_ms": 1}).encode(), "MissingKey", "key column(s) id"),
+    "null-key": (json.dumps({"op": "u", "after": {"id": None}, "ts_ms": 1}).encode(), "MissingKey", "check the table's `key`"),
+    "bad-value": (json.dumps({"op": "c", "after": {"id": 1, "balance": "12.x"}, "ts_ms": 1}).encode(), "BadValue", "balance (decimal(12,2))"),
+    "no-position": (json.dumps({"op": "c", "after": {"id": 1}}).encode(), "MissingOrder", "no source position"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rejected(spark: SparkSession) -> tuple[dict[int, dict[str, Any]], int]:
+    """The bad records (offsets 1..) decoded in one batch after one good record (offset 0)."""
+    records = [CUSTOMERS.change("c", after=ANNE)] + [
+        (b"\x00not-json-key", value) for value, _, _ in BAD.values()
+    ]
+    result = decode(kafka_rows(spark, records), DECLARED)
+    return by_offset(result.rejects), result.events.count()
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_record_is_rejected_with_position_reason_and_bytes(
+    rejected: tuple[dict[int, dict[str, Any]], int], case: str
+) -> None:
+    offset = list(BAD).index(case) + 1
+    value, error_class, reason = BAD[case]
+    reject = rejected[0][offset]
+    assert (reject["error_class"], reject["table"], reject["topic"], reject["partition"]) == (
+        error_class,
+        "customers",
+        TOPIC,
+        0,
+    )
+    assert reason in reject["error_message"], reject["error_message"]
+    assert reject["error_message"].startswith(f"{TOPIC}[0]@{offset} table customers: ")
+    assert (bytes(reject["value"]), bytes(reject["key"])) == (value, b"\x00not-json-key")
+
+
+def test_good_record_of_a_bad_batch_is_unaffected(rejected: tuple[dict[int, dict[str, Any]], int]) -> None:
+    assert rejected[1] == 1 and 0 not in rejected[0] and len(rejected[0]) == len(BAD)
+
+
+def test_missing_ordering_column_is_rejected(spark: SparkSession) -> None:
+    records = [
+        patch_message({"id": 1}, 5, {"age": 2}),
+        (None, json.dumps({"id": 2, "data": {"age": 3}}).encode()),
+    ]
+    result = decode(kafka_rows(spark, records, topic="people"), PEOPLE)
     (reject,) = result.rejects.collect()
-    assert reject["error_class"] == error_class
-    assert reject["offset"] == 1 and "shop.inventory.customers[0]@1" in reject["error_message"]
-    assert "customers" in reject["error_message"] and reject["value"] == value
-    assert result.events.count() == 1
+    assert (reject["offset"], reject["error_class"]) == (1, "MissingOrder")
+    assert "ordering column `ts`" in reject["error_message"]
+
+
+# ---- a source schema change inside one batch -------------------------------------------------
+def test_each_record_is_typed_by_its_own_schema_within_a_batch(spark: SparkSession) -> None:
+    old = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
+        Column("id", "int32"), Column("qty", "int32"), Column("at", "timestamp"), Column("code", "int32")])  # fmt: skip
+    new = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
+        Column("id", "int32"), Column("qty", "int64"), Column("at", "micro_timestamp"), Column("code", "string"),
+        Column("note", "string")])  # fmt: skip
+    at = dt.datetime(2024, 1, 2, 3, 4, 5, 678000)
+    records = [
+        old.change("c", after={"id": 1, "qty": 5, "at": at}),
+        old.change("c", after={"id": 2, "qty": 6, "at": at, "code": 7}),  # code: int32 cannot become string
+        new.change("c", after={"id": 3, "qty": 2**40, "at": at, "code": "A7", "note": "n"}),
+    ]
+    result = decode(
+        kafka_rows(spark, records, topic="s.d.t"), TableConfig(name="t", key=["id"], base_path="/unused")
+    )
+    types = {f.name: f.dataType.simpleString() for f in result.schema.fields}
+    assert types == {"id": "int", "qty": "bigint", "at": "timestamp", "code": "string", "note": "string"}
+    events = by_offset(result.events)
+    assert (events[0]["qty"], events[0]["at"], sorted(events[0][PRESENT])) == (
+        5,
+        at,
+        ["at", "code", "id", "qty"],
+    )
+    assert (events[2]["qty"], events[2]["at"], events[2]["code"], events[2]["note"]) == (2**40, at, "A7", "n")
+    (reject,) = result.rejects.collect()
+    assert (reject["offset"], reject["error_class"]) == (1, "SchemaConflict")
+    assert "code is int in this record's schema, string in the batch" in reject["error_message"]
+
+
+def test_binary_column_round_trips(spark: SparkSession) -> None:
+    key, value = DOCS.change("c", after={"id": 1, "blob": b"\x00\xff\x10", "version": 1})
+    (event,) = decode(kafka_rows(spark, [(key, value)], topic=DOCS.topic), DOCS_TABLE).events.collect()
+    assert bytes(event["blob"]) == b"\x00\xff\x10"
+    assert base64.b64decode(json.loads(value or b"")["payload"]["after"]["blob"]) == b"\x00\xff\x10"

@@ -1,0 +1,130 @@
+"""ORDER, TS_MS and SOURCE of an event as Spark expressions: the twins of events.py's Python functions.
+
+Every expression here must produce exactly the string its events.py twin produces for the same
+position (unit-tested), so Spark, the reference model and SQL readers order events alike.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from hudi_cdc.events import ORDER_SHIFT, Op
+
+# Debezium's SnapshotRecord values that mark a snapshot read (`incremental` and `false` do not).
+SNAPSHOT_FLAGS = ("true", "first", "last", "first_in_data_collection", "last_in_data_collection")
+
+SOURCE_STRUCT = StructType(
+    [
+        StructField("file", StringType()),
+        StructField("pos", LongType()),
+        StructField("row", LongType()),
+        StructField("lsn", LongType()),
+        StructField("ts_ms", LongType()),
+        # a string: MySQL writes "true"/"last", old PostgreSQL connectors a JSON boolean
+        StructField("snapshot", StringType()),
+    ]
+)
+"""The `source` fields decode reads (every connector's other fields are ignored)."""
+
+_LONG_MIN = -(2**63)
+_LONG_MAX = 2**63 - 1
+
+
+def kafka_suffix() -> Column:
+    """<partition:5><offset:20>, the final tie-breaker of every ORDER."""
+    return F.format_string("%05d%020d", F.col("partition"), F.col("offset"))
+
+
+def _all_present(*columns: Column) -> Column:
+    condition = columns[0].isNotNull()
+    for column in columns[1:]:
+        condition = condition & column.isNotNull()
+    return condition
+
+
+def is_snapshot(op: Column, source: Column) -> Column:
+    """True for snapshot reads: op `r`, or a snapshot flag in `source.snapshot`."""
+    return (op == Op.READ.value) | F.coalesce(F.lower(source["snapshot"]).isin(*SNAPSHOT_FLAGS), F.lit(False))
+
+
+def source_ts_ms(op_ts_ms: Column, source: Column) -> Column:
+    """source.ts_ms, else the envelope's own ts_ms."""
+    return F.coalesce(source["ts_ms"], op_ts_ms)
+
+
+def source_order(op: Column, op_ts_ms: Column, source: Column) -> Column:
+    """ORDER from the connector's position: binlog, else lsn, else ts_ms; NULL when none is known.
+
+    Twin of events.binlog_order / lsn_order / ts_order.
+    """
+    rank = F.when(is_snapshot(op, source), F.lit(0)).otherwise(F.lit(1))
+    # events.binlog_file_seq: the number after the last dot of `mysql-bin.000003`
+    file_seq = F.substring_index(source["file"], ".", -1).cast("long")
+    row = F.coalesce(source["row"], F.lit(0).cast("long"))
+    ts_ms = source_ts_ms(op_ts_ms, source)
+    position = (
+        # an unparseable binlog file name gives NULL (a reject), never a string holding "null"
+        F.when(
+            source["file"].isNotNull() & source["pos"].isNotNull(),
+            F.when(
+                file_seq.isNotNull(),
+                F.format_string("b%010d%020d%d%010d", file_seq, source["pos"], rank, row),
+            ),
+        )
+        .when(source["lsn"].isNotNull(), F.format_string("l%020d%d", source["lsn"], rank))
+        .when(ts_ms.isNotNull(), F.format_string("t%020d", ts_ms))
+    )
+    return F.concat(position, kafka_suffix())
+
+
+def ordering_number(value: Column, dtype: DataType) -> Column | None:
+    """A configured ordering column as decimal(20,0): integers as-is, timestamps in µs, dates in days.
+
+    None when the type cannot order events (the caller rejects such records with a clear message).
+    """
+    if isinstance(dtype, (ByteType, ShortType, IntegerType, LongType)):
+        return value.cast("decimal(20,0)")
+    if isinstance(dtype, DecimalType) and dtype.scale == 0:
+        return value.cast("decimal(20,0)")
+    if isinstance(dtype, TimestampType):
+        return F.unix_micros(value).cast("decimal(20,0)")
+    if isinstance(dtype, DateType):
+        return F.unix_date(value).cast("decimal(20,0)")
+    return None
+
+
+def column_order(number: Column) -> Column:
+    """ORDER from an ordering value (decimal(20,0)); NULL outside the long range. Twin of events.column_order."""
+    shifted = (number + F.lit(str(ORDER_SHIFT)).cast("decimal(20,0)")).cast("string")
+    in_range = number.between(F.lit(_LONG_MIN).cast("decimal(20,0)"), F.lit(_LONG_MAX).cast("decimal(20,0)"))
+    return F.when(
+        _all_present(number) & in_range, F.concat(F.lit("c"), F.lpad(shifted, 20, "0"), kafka_suffix())
+    )
+
+
+def source_text(op_ts_ms: Column, source: Column) -> Column:
+    """_cdc_source: 'file:pos:row' for a binlog, the lsn for PostgreSQL, else the ts_ms."""
+    return (
+        F.when(
+            source["file"].isNotNull() & source["pos"].isNotNull(),
+            F.format_string(
+                "%s:%d:%d", source["file"], source["pos"], F.coalesce(source["row"], F.lit(0).cast("long"))
+            ),
+        )
+        .when(source["lsn"].isNotNull(), source["lsn"].cast("string"))
+        .otherwise(source_ts_ms(op_ts_ms, source).cast("string"))
+    )

@@ -1,0 +1,114 @@
+"""The column types of one decode batch: the table's declared columns plus the batch's envelope schemas.
+
+A batch may mix records with and without the schema envelope, and records written before and
+after a source schema change. Each distinct way of typing a record is a `Profile`; every record
+is converted with its own profile (so a `Timestamp` column that became a `MicroTimestamp` is
+read right on both sides of the change), then cast to the batch's target type when that is
+exact (same type or a widening). A value that cannot fit the target is reported, never cast.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructField, StructType
+
+from hudi_cdc.config import TableConfig
+from hudi_cdc.debezium_types import ColumnType, column_type, declared_type, fits, row_fields
+from hudi_cdc.errors import ConfigError
+
+DECLARED = 0
+"""Index of the profile of records without an envelope (typed by TableConfig.columns)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One way records of the batch are typed."""
+
+    envelope: str | None
+    """The envelope's `schema` JSON text; None for records without an envelope (declared columns)."""
+    columns: dict[str, ColumnType]
+
+    @property
+    def wire(self) -> StructType:
+        """The struct to parse an image of this profile with."""
+        return StructType([StructField(name, t.wire) for name, t in self.columns.items()])
+
+
+@dataclass(frozen=True)
+class BatchTypes:
+    """Target column types of a batch and the profiles its records are typed by."""
+
+    target: dict[str, DataType]
+    """Column -> Spark type of the decoded events, in column order."""
+    profiles: list[Profile]
+    """profiles[DECLARED] types records without an envelope; then one per envelope schema, newest first."""
+
+    @property
+    def schema(self) -> StructType:
+        """The decoded columns as a nullable StructType."""
+        return StructType([StructField(name, dtype, True) for name, dtype in self.target.items()])
+
+    def fits(self, index: int, name: str) -> bool:
+        """True when profile `index` types column `name` exactly into the target type."""
+        column = self.profiles[index].columns.get(name)
+        return column is not None and fits(column.spark, self.target[name])
+
+
+def declared_columns(table: TableConfig) -> dict[str, ColumnType]:
+    """TableConfig.columns parsed; a type Spark cannot parse is a ConfigError (not a data error)."""
+    types: dict[str, ColumnType] = {}
+    problems: list[str] = []
+    for name, ddl in table.columns.items():
+        try:
+            types[name] = declared_type(ddl)
+        except Exception as exc:  # Spark raises ParseException (or ValueError) for a bad DDL string
+            problems.append(f"tables[{table.name}].columns.{name}: {ddl!r} is not a Spark SQL type ({exc})")
+    if problems:
+        raise ConfigError("<config>", problems)
+    return types
+
+
+def _envelope_columns(text: str) -> dict[str, ColumnType]:
+    schema: Any = json.loads(text)
+    if not isinstance(schema, dict):
+        return {}
+    return {f["field"]: column_type(f) for f in row_fields(schema) if isinstance(f, dict) and "field" in f}
+
+
+def distinct_schemas(records: DataFrame, schema: Column, has_envelope: Column) -> list[str]:
+    """The batch's distinct envelope schema texts, newest first (one small aggregation)."""
+    newest = [F.max("timestamp").alias("ts")] if "timestamp" in records.columns else [F.lit(None).alias("ts")]
+    rows = (
+        records.filter(has_envelope)
+        .groupBy(schema.alias("s"))
+        .agg(*newest, F.max("offset").alias("offset"))
+        .collect()
+    )
+    # Kafka timestamps first (comparable across partitions), then offsets as a tie-breaker
+    rows.sort(key=lambda r: (r["ts"] is not None, r["ts"] or 0, r["offset"]), reverse=True)
+    return [str(r["s"]) for r in rows]
+
+
+def batch_types(table: TableConfig, envelopes: list[str]) -> BatchTypes:
+    """Merge declared columns and envelope schemas (newest first) into target types and profiles."""
+    declared = declared_columns(table)
+    profiles = [Profile(None, declared)]
+    if table.mode == "full":
+        profiles += [Profile(text, _envelope_columns(text)) for text in envelopes]
+    # declared types are the table owner's explicit choice; otherwise the newest schema decides,
+    # unless an older one is wider (int32 then int64 in one batch): then every value still fits
+    target: dict[str, DataType] = {name: t.spark for name, t in declared.items()}
+    for profile in profiles[1:]:
+        for name, column in profile.columns.items():
+            if name not in target or (
+                name not in declared
+                and not fits(column.spark, target[name])
+                and fits(target[name], column.spark)
+            ):
+                target[name] = column.spark
+    return BatchTypes(target=target, profiles=profiles)
