@@ -36,6 +36,7 @@ from hudi_cdc.events import (
     SOURCE,
     TS_MS,
     Op,
+    Outcome,
 )
 
 # Columns of FoldResult.rows that merge.py reads (never stored).
@@ -81,6 +82,8 @@ class FoldResult:
     columns: list[str]
     key: list[str]
     soft: bool
+    floor: str = ""
+    """The remembered truncate order: events at or before it are late."""
 
     @property
     def outcomes(self) -> DataFrame:
@@ -89,7 +92,7 @@ class FoldResult:
 
     def outcomes_for(self, rows: DataFrame) -> DataFrame:
         """Outcomes judged against `rows` (pass a persisted copy of `rows` to avoid refolding)."""
-        return _outcomes(self.events, rows, self.stored, self.columns, self.key, self.soft)
+        return _outcomes(self.events, rows, self.stored, self.columns, self.key, self.soft, self.floor)
 
 
 def _stored_as_writes(stored: DataFrame, columns: list[str], soft: bool) -> DataFrame:
@@ -147,6 +150,7 @@ def fold(
     key: list[str],
     soft_deletes: bool,
     truncation: Truncation | None,
+    remembered: Truncation | None = None,
     sticky: frozenset[str] = frozenset(),
 ) -> FoldResult:
     """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
@@ -157,13 +161,17 @@ def fold(
         schema: the table's data columns (key columns included), in table order.
         key: record key columns.
         soft_deletes: whether the table keeps deleted rows with `_cdc_deleted = true`.
-        truncation: the newest applied truncate of the batch, if any.
+        truncation: the newest applied truncate of the batch, if any (`stored` then holds every row).
+        remembered: the table's newest truncate of earlier batches: events older than it are late
+            for every key, including keys the table has never seen (spec §3).
         sticky: columns a delete does not clear (the partition columns).
     """
     columns = [f.name for f in schema.fields]
     writes = _events_as_writes(events, columns).unionByName(
         _stored_as_writes(stored, columns, soft_deletes)
     )
+    # the newest truncate known, this batch's or a remembered one: a delete of every key at its order
+    truncation = max((t for t in (truncation, remembered) if t is not None), key=lambda t: t.order, default=None)
     trunc_order = F.lit(truncation.order if truncation else _NEVER)
 
     aggs: list[Column] = [
@@ -236,7 +244,15 @@ def fold(
             _orders_map(columns, order_of).alias(_FINAL_ORDERS),
         )
     )
-    return FoldResult(rows=rows, events=events, stored=stored, columns=columns, key=key, soft=soft_deletes)
+    return FoldResult(
+        rows=rows,
+        events=events,
+        stored=stored,
+        columns=columns,
+        key=key,
+        soft=soft_deletes,
+        floor=remembered.order if remembered else _NEVER,
+    )
 
 
 def _outcomes(
@@ -246,6 +262,7 @@ def _outcomes(
     columns: list[str],
     key: list[str],
     soft: bool,
+    floor: str,
 ) -> DataFrame:
     """Judge every event: duplicate, late, deleted, collapsed or applied (spec §3, §6)."""
     stored_writes = _stored_as_writes(stored, columns, soft)
@@ -258,7 +275,8 @@ def _outcomes(
     final = rows.select(*key, F.col(_FINAL_ORDERS), F.col(_FINAL_DEL))
     o = F.col(ORDER)
     present = F.col(PRESENT)
-    stored_del = F.coalesce(F.col(_STORED_DEL), F.lit(_NEVER))
+    # a remembered truncate is a delete every key has seen, stored or not
+    stored_del = F.greatest(F.coalesce(F.col(_STORED_DEL), F.lit(_NEVER)), F.lit(floor))
     has_stored = F.col(_STORED_R).isNotNull()
     # the same event seen twice (in this batch, or already applied before)
     repeat_in_batch = F.row_number().over(Window.partitionBy(*key, ORDER).orderBy(KAFKA_OFFSET)) > 1
@@ -275,12 +293,12 @@ def _outcomes(
     )
     wins = F.exists(present, lambda c: F.col(_FINAL_ORDERS)[c] == o) & (o > F.col(_FINAL_DEL))
     outcome = (
-        F.when(repeat_in_batch | seen_before, F.lit("duplicate"))
-        .when(is_delete & late_delete, F.lit("late"))
-        .when(is_delete, F.lit("deleted"))
-        .when(late_write, F.lit("late"))
-        .when(wins, F.lit("applied"))
-        .otherwise(F.lit("collapsed"))
+        F.when(repeat_in_batch | seen_before, F.lit(Outcome.DUPLICATE.value))
+        .when(is_delete & late_delete, F.lit(Outcome.LATE.value))
+        .when(is_delete, F.lit(Outcome.DELETED.value))
+        .when(late_write, F.lit(Outcome.LATE.value))
+        .when(wins, F.lit(Outcome.APPLIED.value))
+        .otherwise(F.lit(Outcome.COLLAPSED.value))
     )
     return (
         events.join(stored_state, on=key, how="left")

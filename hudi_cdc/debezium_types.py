@@ -106,13 +106,8 @@ def floor_div(value: Column, divisor: int) -> Column:
     return F.call_function("div", value - F.pmod(value, F.lit(divisor)), F.lit(divisor))
 
 
-def base64_binary(b64: Column) -> Column:
-    """Base64 text -> binary, NULL when the text is not base64 (unbase64 would return garbage)."""
-    return F.try_to_binary(b64, F.lit("base64"))
-
-
-def _signed_integer_from_base64(b64: Column) -> Column:
-    """Big-endian two's-complement bytes (base64) -> decimal(38,0), exactly (NULL beyond 38 digits)."""
+def _signed_integer(binary: Column) -> Column:
+    """Big-endian two's-complement bytes -> decimal(38,0), exactly (NULL beyond 38 digits)."""
 
     def from_hex(hexed: Column) -> Column:
         count = (F.length(hexed) / 2).cast("int")
@@ -133,10 +128,10 @@ def _signed_integer_from_base64(b64: Column) -> Column:
 
         return F.when(count > 0, _let(byte_values, fold))
 
-    return _let(F.hex(base64_binary(b64)), from_hex)
+    return _let(F.hex(binary), from_hex)
 
 
-def decimal_text(b64: Column, scale: Column | int) -> Column:
+def decimal_text(binary: Column, scale: Column | int) -> Column:
     """Exact decimal text of Connect Decimal bytes at `scale`, e.g. (bytes of -12345, 2) -> '-123.45'."""
     scale_col = F.lit(scale) if isinstance(scale, int) else scale
 
@@ -161,15 +156,19 @@ def decimal_text(b64: Column, scale: Column | int) -> Column:
 
         return F.when(integer.isNotNull(), _let(padded, split))
 
-    return _let(_signed_integer_from_base64(b64), text)
+    return _let(_signed_integer(binary), text)
 
 
 def connect_decimal(precision: int, scale: int) -> ColumnType:
-    """org.apache.kafka.connect.data.Decimal: base64 bytes -> decimal(precision, scale)."""
+    """org.apache.kafka.connect.data.Decimal: base64 bytes -> decimal(precision, scale).
+
+    The wire type is binary, so the JSON parser accepts only a JSON string holding valid base64:
+    a number or a boolean where the schema says bytes is a bad value, never text decoded as base64.
+    """
     target = DecimalType(precision, scale)
     return ColumnType(
         kind=f"{DECIMAL}({precision},{scale})",
-        wire=StringType(),
+        wire=BinaryType(),
         spark=target,
         convert=lambda c: decimal_text(c, scale).cast(target),
     )
@@ -206,7 +205,7 @@ def _timestamp(kind: str, convert: Converter) -> ColumnType:
 def _variable_scale_decimal(_field: dict[str, Any]) -> ColumnType:
     return ColumnType(
         kind=VARIABLE_SCALE_DECIMAL,
-        wire=StructType([StructField("scale", IntegerType()), StructField("value", StringType())]),
+        wire=StructType([StructField("scale", IntegerType()), StructField("value", BinaryType())]),
         spark=StringType(),
         convert=lambda c: decimal_text(c["value"], c["scale"]),
     )
@@ -253,7 +252,8 @@ def column_type(schema: dict[str, Any]) -> ColumnType:
         return ColumnType(logical, StringType(), StringType())
     kind = schema.get("type")
     if kind == "bytes":
-        return ColumnType("bytes", StringType(), BinaryType(), base64_binary)
+        # binary on the wire: the JSON parser decodes base64 and rejects anything but a JSON string
+        return ColumnType("bytes", BinaryType(), BinaryType())
     if kind in _PRIMITIVES:
         return ColumnType(kind, _PRIMITIVES[kind], _PRIMITIVES[kind])
     if kind == "array":

@@ -48,6 +48,7 @@ _IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
 _JSON = "__json"
 _SCHEMA = "__schema"
 _ENV_PAYLOAD = "__env_payload"
+_IS_ENV = "__is_env"
 _HAS_ENV = "__has_env"
 _PAYLOAD = "__payload"
 _PROFILE = "__profile"
@@ -60,6 +61,8 @@ _ERROR = "__error"
 _OK = "__ok"
 _EVENT = "__event"
 _REJECT = "__reject"
+_SKIP = "__skip"
+_SKIPPED = "__skipped"
 
 _ENVELOPE = StructType(
     [
@@ -92,11 +95,25 @@ class DecodeResult:
     @property
     def rejects(self) -> DataFrame:
         """Dead-letter rows: table, topic, partition, offset, key, value, error_class, error_message."""
-        return self.parsed.filter(~F.col(_OK)).select(f"{_REJECT}.*")
+        return self.parsed.filter(F.col(_REJECT).isNotNull()).select(f"{_REJECT}.*")
+
+    @property
+    def skipped(self) -> DataFrame:
+        """Records that carry no row change (see `_non_data_reason`): topic, partition, offset, reason."""
+        return self.parsed.filter(F.col(_SKIPPED).isNotNull()).select(f"{_SKIPPED}.*")
 
     def cached(self) -> DecodeResult:
         """The same result over a persisted parse (the caller unpersists `parsed`)."""
         return DecodeResult(parsed=self.parsed.persist(), tombstones=self.tombstones, schema=self.schema)
+
+
+def _is_envelope() -> Column:
+    """The value is Kafka Connect's `{"schema": ..., "payload": ...}`, its schema possibly null."""
+    with_schema = F.col(_SCHEMA).isNotNull() & F.col(_ENV_PAYLOAD).isNotNull()
+    # only a record with a payload but no schema pays for listing its keys
+    keys = F.sort_array(F.json_object_keys(F.col(_JSON)))
+    null_schema = F.col(_ENV_PAYLOAD).isNotNull() & (keys == F.array(F.lit("payload"), F.lit("schema")))
+    return F.when(with_schema, F.lit(True)).otherwise(F.coalesce(null_schema, F.lit(False)))
 
 
 def _no_strings() -> Column:
@@ -198,6 +215,26 @@ def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column)
     return F.when(op.isin(*_IMAGE_OPS), with_key).otherwise(_no_strings())
 
 
+def _non_data_reason(op: Column, payload: Column) -> Column:
+    """Why a record that Debezium writes next to change events carries no row change, else NULL.
+
+    PostgreSQL logical-decoding messages (op `m`), schema-change and schema-history records
+    (`ddl`/`tableChanges`, no op) and transaction markers (`status` BEGIN/END, no op) are
+    counted as skipped with this reason, never dead-lettered as bad data.
+    """
+    no_op = op.isNull()
+    return (
+        F.when(op == "m", F.lit("logical decoding message (op m)"))
+        .when(no_op & F.get_json_object(payload, "$.ddl").isNotNull(), F.lit("schema change record (ddl)"))
+        .when(no_op & F.get_json_object(payload, "$.tableChanges").isNotNull(), F.lit("schema change record (tableChanges)"))
+        .when(
+            no_op & F.get_json_object(payload, "$.status").isin("BEGIN", "END")
+            & F.get_json_object(payload, "$.id").isNotNull(),
+            F.lit("transaction marker"),
+        )
+    )
+
+
 def _first_error(checks: list[tuple[Column, str, Column]]) -> tuple[Column, Column]:
     """(error class, message) of the first failing check, NULL when every check passes."""
     error_class: Column = F.lit(None).cast("string")
@@ -217,12 +254,14 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         .withColumn(_JSON, F.col("value").cast("string"))
         # one parse finds both parts of an envelope
         .select("*", F.json_tuple(F.col(_JSON), "schema", "payload").alias(_SCHEMA, _ENV_PAYLOAD))
-        .withColumn(_HAS_ENV, F.col(_SCHEMA).isNotNull() & F.col(_ENV_PAYLOAD).isNotNull())
+        .withColumn(_IS_ENV, _is_envelope())
+        # `{"schema": null, "payload": {...}}` is an envelope whose records are typed like plain ones
+        .withColumn(_HAS_ENV, F.col(_IS_ENV) & F.col(_SCHEMA).isNotNull())
     )
     envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV)) if table.mode == "full" else []
     types = batch_types(table, envelopes)
     records = (
-        records.withColumn(_PAYLOAD, F.when(F.col(_HAS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON)))
+        records.withColumn(_PAYLOAD, F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON)))
         .withColumn(_PROFILE, _profile(table, envelopes))
         .withColumn(_TOP, F.from_json(F.col(_PAYLOAD), _top_level(table, types)))
     )
@@ -285,12 +324,17 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         ),
         lambda x: x.isNotNull(),
     )
+    bad_order: Column = F.lit(False)
     if table.ordering == "source":
-        order, number = source_order(op, F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source")), None
+        source = F.col(f"{_ENV}.source")
+        order, number = source_order(op, F.col(f"{_ENV}.ts_ms"), source), None
         no_order = (
             "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
             "set the table's `ordering` to a column"
         )
+        # a position that is there but unusable is never replaced by a weaker one (spec §3)
+        given = [source["file"], source["pos"], source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
+        bad_order = order.isNull() & F.exists(F.array(*[g.isNotNull() for g in given]), lambda x: x)
     else:
         order, number = _ordering(table, types, values, op)
         dtype = types.target.get(table.ordering, LongType()).simpleString()
@@ -300,6 +344,7 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         )
     key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
     image_name = "`after`" if table.mode == "full" else f"`{table.patch_field}`"
+    skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
     error_class, message = _first_error(
         [
             (F.json_object_keys(F.col(_PAYLOAD)).isNull(), "MalformedJson",
@@ -321,6 +366,10 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
             ((op != Op.TRUNCATE.value) & key_missing, "MissingKey",
              F.lit(f"key column(s) {', '.join(table.key)} missing or NULL in both the Kafka key and the row; "
                    "check the table's `key` (and the connector's message.key.columns)")),
+            (bad_order, "BadOrder",
+             F.lit("malformed source position: source.file must be a binlog file name ending in .<number>, "
+                   "source.pos/row/lsn/ts_ms non-negative integers, source.sequence a JSON array of lsn strings; "
+                   "fix the producer")),
             (order.isNull(), "MissingOrder", F.lit(f"no order: {no_order}")),
         ]
     )  # fmt: skip
@@ -361,10 +410,15 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
     ]
     # one parse for both outputs: compute every output column once, split by the error class
     parsed = (
-        records.withColumn(_ERROR_CLASS, error_class)
+        records.withColumn(_SKIP, skip_reason)
+        # a non-data record is skipped, not judged as a change event
+        .withColumn(_ERROR_CLASS, F.when(F.col(_SKIP).isNull(), error_class))
         .withColumn(_ERROR, message)
         .select(
-            F.col(_ERROR_CLASS).isNull().alias(_OK),
+            (F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNull()).alias(_OK),
+            F.when(F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNotNull(), F.struct(
+                F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")
+            )).alias(_SKIPPED),
             F.struct(*event_columns).alias(_EVENT),
             F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*reject_columns)).alias(_REJECT),
         )

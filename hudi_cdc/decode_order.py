@@ -33,12 +33,18 @@ SOURCE_STRUCT = StructType(
         StructField("pos", LongType()),
         StructField("row", LongType()),
         StructField("lsn", LongType()),
+        # PostgreSQL: '["<last committed lsn>","<lsn>"]' and the transaction id break lsn ties
+        StructField("sequence", StringType()),
+        StructField("txId", LongType()),
         StructField("ts_ms", LongType()),
         # a string: MySQL writes "true"/"last", old PostgreSQL connectors a JSON boolean
         StructField("snapshot", StringType()),
     ]
 )
 """The `source` fields decode reads (every connector's other fields are ignored)."""
+
+BINLOG_FILE_PATTERN = r"^[^\s]+\.[0-9]{1,10}$"
+"""A binlog file name: anything without spaces, then a dot and the sequence number (`mysql-bin.000003`)."""
 
 _LONG_MIN = -(2**63)
 _LONG_MAX = 2**63 - 1
@@ -66,27 +72,52 @@ def source_ts_ms(op_ts_ms: Column, source: Column) -> Column:
     return F.coalesce(source["ts_ms"], op_ts_ms)
 
 
+def _non_negative(*values: Column) -> Column:
+    condition = values[0] >= 0
+    for value in values[1:]:
+        condition = condition & (value >= 0)
+    return condition
+
+
+def _lsn_tie_breakers(source: Column) -> tuple[Column, Column]:
+    """(last committed lsn from source.sequence, txId): 0 when absent, NULL when malformed."""
+    sequence = F.from_json(source["sequence"], "array<string>")
+    zero = F.lit(0).cast("long")
+    committed = (
+        F.when(source["sequence"].isNull(), zero)
+        .when(sequence.isNull(), F.lit(None).cast("long"))  # not a JSON array
+        .when(sequence[0].isNull(), zero)
+        .otherwise(sequence[0].cast("long"))  # NULL for a non-numeric lsn
+    )
+    return committed, F.coalesce(source["txId"], zero)
+
+
 def source_order(op: Column, op_ts_ms: Column, source: Column) -> Column:
     """ORDER from the connector's position: binlog, else lsn, else ts_ms; NULL when none is known.
 
-    Twin of events.binlog_order / lsn_order / ts_order.
+    A position that is present but malformed (a file name without a numeric suffix, a negative
+    pos/row/lsn/ts_ms, an unparseable sequence) gives NULL, so the record is rejected rather
+    than applied with a guessed order (spec §3). Twin of events.binlog_order / lsn_order / ts_order.
     """
     rank = F.when(is_snapshot(op, source), F.lit(0)).otherwise(F.lit(1))
     # events.binlog_file_seq: the number after the last dot of `mysql-bin.000003`
+    file_ok = source["file"].rlike(BINLOG_FILE_PATTERN)
     file_seq = F.substring_index(source["file"], ".", -1).cast("long")
     row = F.coalesce(source["row"], F.lit(0).cast("long"))
     ts_ms = source_ts_ms(op_ts_ms, source)
+    committed, tx_id = _lsn_tie_breakers(source)
+    binlog = F.when(
+        file_ok & source["pos"].isNotNull() & _non_negative(source["pos"], row),
+        F.format_string("b%010d%020d%d%010d", file_seq, source["pos"], rank, row),
+    )
+    lsn = F.when(
+        _non_negative(source["lsn"], committed, tx_id),
+        F.format_string("l%020d%d%020d%020d", source["lsn"], rank, committed, tx_id),
+    )
     position = (
-        # an unparseable binlog file name gives NULL (a reject), never a string holding "null"
-        F.when(
-            source["file"].isNotNull() & source["pos"].isNotNull(),
-            F.when(
-                file_seq.isNotNull(),
-                F.format_string("b%010d%020d%d%010d", file_seq, source["pos"], rank, row),
-            ),
-        )
-        .when(source["lsn"].isNotNull(), F.format_string("l%020d%d", source["lsn"], rank))
-        .when(ts_ms.isNotNull(), F.format_string("t%020d", ts_ms))
+        F.when(source["file"].isNotNull() | source["pos"].isNotNull(), binlog)
+        .when(source["lsn"].isNotNull(), lsn)
+        .when(ts_ms.isNotNull(), F.when(ts_ms >= 0, F.format_string("t%020d", ts_ms)))
     )
     return F.concat(position, kafka_suffix())
 

@@ -46,7 +46,7 @@ class BatchTypes:
     target: dict[str, DataType]
     """Column -> Spark type of the decoded events, in column order."""
     profiles: list[Profile]
-    """profiles[DECLARED] types records without an envelope; then one per envelope schema, newest first."""
+    """profiles[DECLARED] types records without an envelope; then one per envelope schema, most used first."""
 
     @property
     def schema(self) -> StructType:
@@ -81,27 +81,32 @@ def _envelope_columns(text: str) -> dict[str, ColumnType]:
 
 
 def distinct_schemas(records: DataFrame, schema: Column, has_envelope: Column) -> list[str]:
-    """The batch's distinct envelope schema texts, newest first (one small aggregation)."""
+    """The batch's distinct envelope schema texts, most used first (one small aggregation).
+
+    The most used schema decides a column's type when schemas disagree, so a few contradicting
+    records never decide the type of a new table: they are rejected as conflicts instead.
+    Among equally used schemas the newest comes first.
+    """
     newest = [F.max("timestamp").alias("ts")] if "timestamp" in records.columns else [F.lit(None).alias("ts")]
     rows = (
         records.filter(has_envelope)
         .groupBy(schema.alias("s"))
-        .agg(*newest, F.max("offset").alias("offset"))
+        .agg(F.count(F.lit(1)).alias("n"), *newest, F.max("offset").alias("offset"))
         .collect()
     )
-    # Kafka timestamps first (comparable across partitions), then offsets as a tie-breaker
-    rows.sort(key=lambda r: (r["ts"] is not None, r["ts"] or 0, r["offset"]), reverse=True)
+    # Kafka timestamps (comparable across partitions), then offsets, break count ties
+    rows.sort(key=lambda r: (r["n"], r["ts"] is not None, r["ts"] or 0, r["offset"]), reverse=True)
     return [str(r["s"]) for r in rows]
 
 
 def batch_types(table: TableConfig, envelopes: list[str]) -> BatchTypes:
-    """Merge declared columns and envelope schemas (newest first) into target types and profiles."""
+    """Merge declared columns and envelope schemas (most used first) into target types and profiles."""
     declared = declared_columns(table)
     profiles = [Profile(None, declared)]
     if table.mode == "full":
         profiles += [Profile(text, _envelope_columns(text)) for text in envelopes]
-    # declared types are the table owner's explicit choice; otherwise the newest schema decides,
-    # unless an older one is wider (int32 then int64 in one batch): then every value still fits
+    # declared types are the table owner's explicit choice; otherwise the most used schema decides,
+    # unless another one is wider (int32 then int64 in one batch): then every value still fits
     target: dict[str, DataType] = {name: t.spark for name, t in declared.items()}
     for profile in profiles[1:]:
         for name, column in profile.columns.items():

@@ -34,7 +34,29 @@ class Op(StrEnum):
             raise ValueError(f"unknown op {code!r}; valid ops are {valid}") from None
 
 
+class Outcome(StrEnum):
+    """What happened to one consumed record (spec §6): exactly one per record, counted per table."""
+
+    APPLIED = "applied"
+    """Its values are in the table after the batch."""
+    COLLAPSED = "collapsed"
+    """Superseded by a newer event of the same key in the same batch."""
+    LATE = "late"
+    """Older than everything it touches in the stored row (or than a remembered truncate)."""
+    DUPLICATE = "duplicate"
+    """The same event was already applied (a replay) or seen earlier in the batch."""
+    DELETED = "deleted"
+    """A delete, or an applied truncate."""
+    TRUNCATE_IGNORED = "truncate_ignored"
+    TOMBSTONE = "tombstone"
+    SKIPPED = "skipped"
+    """A record that carries no row change (logical message, schema change, transaction marker)."""
+    DEAD_LETTER = "dead_letter"
+
+
 # Columns the framework adds to every table (spec §5). Names are stable: queries use them.
+CDC_PREFIX = "_cdc_"
+"""Prefix of every column (and commit metadata key) the framework adds."""
 OP = "_cdc_op"
 ORDER = "_cdc_order"
 TS_MS = "_cdc_ts_ms"
@@ -58,7 +80,7 @@ HOODIE_IS_DELETED = "_hoodie_is_deleted"
 # One fixed-width string per event. The first character names the kind of position, then the
 # position, then the Kafka (partition, offset) tie-breaker of spec §2.
 #   b<file seq:10><pos:20><snapshot rank:1><row:10>   MySQL/MariaDB binlog
-#   l<lsn:20><snapshot rank:1>                          PostgreSQL
+#   l<lsn:20><snapshot rank:1><last committed lsn:20><txId:20>   PostgreSQL (source.sequence[0], txId)
 #   t<ts_ms:20>                                         only source.ts_ms known
 #   c<value + 2^63:20>                                  a configured ordering column (numeric/timestamp)
 # followed by <partition:5><offset:20>.
@@ -74,10 +96,14 @@ def binlog_order(*, file_seq: int, pos: int, row: int, snapshot: bool, partition
     return f"b{file_seq:010d}{pos:020d}{rank}{row:010d}" + _KAFKA_SUFFIX.format(partition=partition, offset=offset)
 
 
-def lsn_order(*, lsn: int, snapshot: bool, partition: int, offset: int) -> str:
-    """ORDER of a PostgreSQL event."""
+def lsn_order(
+    *, lsn: int, snapshot: bool, partition: int, offset: int, last_committed: int = 0, tx_id: int = 0
+) -> str:
+    """ORDER of a PostgreSQL event: lsn, then source.sequence's last committed lsn, then txId."""
     rank = 0 if snapshot else 1
-    return f"l{lsn:020d}{rank}" + _KAFKA_SUFFIX.format(partition=partition, offset=offset)
+    return f"l{lsn:020d}{rank}{last_committed:020d}{tx_id:020d}" + _KAFKA_SUFFIX.format(
+        partition=partition, offset=offset
+    )
 
 
 def ts_order(*, ts_ms: int, partition: int, offset: int) -> str:

@@ -14,15 +14,8 @@ from pyspark.sql.types import StructType
 
 from hudi_cdc.collapse import CHANGED, EXISTS, HAD_ROW
 from hudi_cdc.config import TableConfig
-from hudi_cdc.events import COLUMN_ORDERS, DELETED, HOODIE_IS_DELETED, INGESTED_AT, OP, ORDER, SOURCE, TS_MS
-
-CDC_COLUMNS = [OP, ORDER, TS_MS, SOURCE, INGESTED_AT, COLUMN_ORDERS]
-
-
-def stored_columns(schema: StructType, table: TableConfig) -> list[str]:
-    """Every column the Hudi table holds, in order (data columns, then `_cdc_*`)."""
-    extra = [DELETED] if table.deletes == "soft" else []
-    return [f.name for f in schema.fields] + CDC_COLUMNS + extra
+from hudi_cdc.events import DELETED, HOODIE_IS_DELETED, INGESTED_AT
+from hudi_cdc.stored_state import stored_columns
 
 
 def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:

@@ -5,18 +5,12 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field
 
+from hudi_cdc.events import Outcome
+
 log = logging.getLogger(__name__)
 
-OUTCOMES = (
-    "applied",
-    "collapsed",
-    "late",
-    "duplicate",
-    "deleted",
-    "truncate_ignored",
-    "tombstone",
-    "dead_letter",
-)
+OUTCOMES = tuple(o.value for o in Outcome)
+"""Outcome names, in report order; each is a count field of TableMetrics."""
 
 
 @dataclass
@@ -36,7 +30,11 @@ class TableMetrics:
     """Delete and applied truncate events."""
     truncate_ignored: int = 0
     tombstone: int = 0
+    skipped: int = 0
+    """Records without a row change (see Outcome.SKIPPED)."""
     dead_letter: int = 0
+    isolated: int = 0
+    """Of dead_letter: records that failed the batch on their own and were isolated by splitting it."""
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
@@ -45,6 +43,17 @@ class TableMetrics:
 
     def accounted(self) -> int:
         return sum(getattr(self, name) for name in OUTCOMES)
+
+    def add(self, outcome: Outcome, count: int) -> None:
+        """Count `count` more records with `outcome`."""
+        setattr(self, outcome.value, getattr(self, outcome.value) + count)
+
+    def absorb(self, other: TableMetrics) -> None:
+        """Add the counts of `other` (a part of the same batch) to these; its newest commit wins."""
+        for name in (*OUTCOMES, "read", "upserted_rows", "deleted_rows", "isolated"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.commit_time = other.commit_time or self.commit_time
+        self.error = other.error or self.error
 
     def balanced(self) -> bool:
         """Do the outcomes add up to the records read?"""

@@ -8,31 +8,34 @@ other tables keep flowing.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from hudi_cdc import dead_letter
 from hudi_cdc.collapse import Truncation, fold
 from hudi_cdc.config import Config, TableConfig
-from hudi_cdc.decode import decode
-from hudi_cdc.errors import SchemaChangeError
-from hudi_cdc.events import COLUMN_ORDERS, DELETED, OP, ORDER, SOURCE, TS_MS, Op
-from hudi_cdc.hudi import writer
+from hudi_cdc.decode import DecodeResult, decode
+from hudi_cdc.errors import CdcError, SchemaChangeError
+from hudi_cdc.events import OP, ORDER, SOURCE, TS_MS, Op, Outcome
+from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.hive_sync import MetastoreSync
 from hudi_cdc.hudi.options import write_options
-from hudi_cdc.merge import rows_to_write, stored_columns
+from hudi_cdc.merge import rows_to_write
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
-from hudi_cdc.offsets import batch_positions, commit_metadata
+from hudi_cdc.offsets import TRUNCATE_KEY, batch_positions, commit_metadata
 from hudi_cdc.schema_check import check
+from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
 
 log = logging.getLogger(__name__)
 
 TABLE_COLUMN = "__table"
+MAX_ISOLATED_RECORDS = 20
+"""Records a table may lose to failure isolation in one batch before the job stops instead."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
         for table in ctx.config.tables:
             if counts.get(table.name):
                 records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
-                metrics.tables.append(_run_table(records, counts[table.name], table, ctx))
+                metrics.tables.append(_run_table_isolating(records, counts[table.name], table, ctx))
     finally:
         routed.unpersist()
     if ctx.metastore is not None:
@@ -90,22 +93,100 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     return metrics
 
 
+def _run_table_isolating(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+    """Apply one table's records; a failure tied to some records never stops the table.
+
+    A record can break a Spark job in ways decoding did not foresee (an expression that throws on
+    one value). Retrying the batch would fail forever (a poison pill), so the records are split
+    in halves until each failing record stands alone; those are dead-lettered with the error
+    (`error_class` BatchFailure) and the rest is committed. Transient and configuration errors
+    are raised, and so is the original error once more than MAX_ISOLATED_RECORDS records fail
+    alone: that is no longer a bad record but a broken job, and Kafka keeps the batch.
+    """
+    try:
+        return _run_table(records, read, table, ctx)
+    except CdcError:
+        raise  # configuration or an unavailable service: not the fault of a record
+    except Exception as first:
+        log.warning(
+            "table %s: batch %d failed (%s); splitting it to isolate the records that fail",
+            table.name, ctx.batch_id, _summary(first),
+        )
+        return _isolate(records.persist(), table, ctx, first)
+
+
+def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: Exception) -> TableMetrics:
+    metrics = TableMetrics(table=table.name)
+    pending = [records]
+    try:
+        while pending:
+            part = pending.pop()
+            n = part.count()
+            if n == 0:
+                continue
+            try:
+                metrics.absorb(_run_table(part, n, table, ctx))
+                continue
+            except CdcError:
+                raise
+            except Exception as exc:
+                if n > 1:
+                    pending.extend(reversed(_halves(part)))
+                    continue
+                if metrics.isolated >= MAX_ISOLATED_RECORDS:
+                    raise first from exc
+                _dead_letter(
+                    dead_letter.raw_as_rejects(
+                        part,
+                        table=table.name,
+                        error_class="BatchFailure",
+                        message=f"this record alone fails the batch: {_summary(exc)}; "
+                        "it was isolated so the rest of the batch could be committed",
+                    ),
+                    ctx,
+                )
+                metrics.read += 1
+                metrics.dead_letter += 1
+                metrics.isolated += 1
+    finally:
+        records.unpersist()
+    log.warning("table %s: batch %d: %d record(s) isolated to the dead-letter store", table.name, ctx.batch_id, metrics.isolated)
+    return metrics
+
+
+def _halves(part: DataFrame) -> list[DataFrame]:
+    """Split records in two by Kafka position: by (topic, partition) when several, else by offset."""
+    bounds = part.groupBy("topic", "partition").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect()
+    bounds.sort(key=lambda b: (b["topic"], b["partition"]))
+    if len(bounds) > 1:
+        first = bounds[: len(bounds) // 2]
+        in_first = F.lit(False)
+        for b in first:
+            in_first = in_first | ((F.col("topic") == b["topic"]) & (F.col("partition") == b["partition"]))
+        return [part.filter(in_first), part.filter(~in_first)]
+    middle = (int(bounds[0]["lo"]) + int(bounds[0]["hi"])) // 2
+    return [part.filter(F.col("offset") <= middle), part.filter(F.col("offset") > middle)]
+
+
+def _summary(exc: BaseException) -> str:
+    """The first line of an error, Java's cause included, short enough for a log line or a message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:500] if text else ''}"
+
+
 def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+    """decode -> schema check -> fold -> write, for one table's records of the batch."""
     metrics = TableMetrics(table=table.name, read=read)
     spark = records.sparkSession
+    stored = writer.read_table(spark, table.base_path)
     decoded = decode(records, table).cached()
-    events = decoded.events
     folded: DataFrame | None = None
     try:
-        metrics.tombstone = decoded.tombstones.count()
-        rejects = decoded.rejects
-        metrics.dead_letter = rejects.count()
-        if metrics.dead_letter:
-            _dead_letter(rejects, ctx)
-
-        stored = writer.read_table(spark, table.base_path)
+        _count_unapplied(decoded, metrics, ctx)
+        if metrics.accounted() == read:
+            return metrics  # tombstones, skipped or rejected records only: nothing to fold
         try:
-            schema = check(decoded.schema, _data_schema(stored, table), table)
+            schema = check(decoded.schema, data_schema(stored), table)
         except SchemaChangeError as exc:
             log.error("%s", exc)
             # the table stops for this batch; none of its records is lost
@@ -115,31 +196,37 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             )
             return TableMetrics(table=table.name, read=read, dead_letter=read, error=str(exc))
 
+        events = decoded.events
+        remembered = _remembered_truncate(spark, table) if stored is not None else None
         changes, truncation, ignored = _split_truncates(events, table)
         metrics.truncate_ignored = ignored
         result = fold(
-            events=_conform_events(changes, schema),
-            stored=_stored_for(stored, changes, schema, table, truncation),
+            events=conform_events(changes, schema),
+            stored=touched_rows(stored, changes, schema, table, every_row=truncation is not None),
             schema=schema,
             key=table.key,
             soft_deletes=table.deletes == "soft",
             truncation=truncation,
+            remembered=remembered,
             sticky=frozenset(table.partition_by),
         )
         # the fold result feeds both the counts and the write: compute it once
         folded = result.rows.persist()
-        outcomes = result.outcomes_for(folded)
-        for row in outcomes.groupBy("outcome").count().collect():
-            setattr(metrics, row["outcome"], int(row["count"]))
+        for row in result.outcomes_for(folded).groupBy("outcome").count().collect():
+            metrics.add(Outcome(row["outcome"]), int(row["count"]))
         if truncation is not None:
             metrics.deleted += _count_applied_truncates(events, table)
+        newest_truncate = max((t for t in (truncation, remembered) if t), key=lambda t: t.order, default=None)
         written = writer.write(
             rows_to_write(folded, schema, table),
             table=table.name,
             base_path=table.base_path,
             options=write_options(table),
             commit_metadata=commit_metadata(
-                job=ctx.config.job.name, batch_id=ctx.batch_id, positions=batch_positions(records)
+                job=ctx.config.job.name,
+                batch_id=ctx.batch_id,
+                positions=batch_positions(records),
+                truncate=asdict(newest_truncate) if newest_truncate else None,
             ),
         )
         metrics.upserted_rows, metrics.deleted_rows = written.upserted, written.deleted
@@ -151,15 +238,27 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             folded.unpersist()
 
 
+def _count_unapplied(decoded: DecodeResult, metrics: TableMetrics, ctx: BatchContext) -> None:
+    """Count tombstones and skipped records; dead-letter and count rejects."""
+    metrics.tombstone = decoded.tombstones.count()
+    metrics.skipped = decoded.skipped.count()
+    if metrics.skipped:
+        log.info("table %s: skipped %d record(s) without a row change (%s)", metrics.table, metrics.skipped,
+                 ", ".join(r["reason"] for r in decoded.skipped.select("reason").distinct().collect()))
+    rejects = decoded.rejects
+    metrics.dead_letter = rejects.count()
+    if metrics.dead_letter:
+        _dead_letter(rejects, ctx)
+
+
+def _remembered_truncate(spark: SparkSession, table: TableConfig) -> Truncation | None:
+    """The table's newest applied truncate of earlier batches, from its last commit's metadata."""
+    text = timeline.latest_job_metadata(spark, table.base_path).get(TRUNCATE_KEY)
+    return Truncation(**json.loads(text)) if text else None
+
+
 def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
     dead_letter.store(rejects, path=ctx.config.job.dead_letter_path, job=ctx.config.job.name, batch_id=ctx.batch_id)
-
-
-def _data_schema(stored: DataFrame | None, table: TableConfig) -> StructType | None:
-    """The stored table's data columns: everything but the framework's and Hudi's own."""
-    if stored is None:
-        return None
-    return StructType([f for f in stored.schema.fields if not f.name.startswith("_cdc_") and f.name != "_hoodie_is_deleted"])
 
 
 def _split_truncates(events: DataFrame, table: TableConfig) -> tuple[DataFrame, Truncation | None, int]:
@@ -178,57 +277,3 @@ def _split_truncates(events: DataFrame, table: TableConfig) -> tuple[DataFrame, 
 
 def _count_applied_truncates(events: DataFrame, table: TableConfig) -> int:
     return events.filter(F.col(OP) == Op.TRUNCATE.value).count() if table.truncate == "apply" else 0
-
-
-def _conform_events(events: DataFrame, schema: StructType) -> DataFrame:
-    """Give the events every table column (NULL and absent where the event lacks it), typed as the table."""
-    data = [
-        (F.col(f.name) if f.name in events.columns else F.lit(None)).cast(f.dataType).alias(f.name)
-        for f in schema.fields
-    ]
-    rest = [c for c in events.columns if c not in {f.name for f in schema.fields}]
-    return events.select(*data, *rest)
-
-
-def _stored_for(
-    stored: DataFrame | None,
-    events: DataFrame,
-    schema: StructType,
-    table: TableConfig,
-    truncation: Truncation | None,
-) -> DataFrame:
-    """The stored rows the fold must see: the touched keys, or every row when a truncate applies."""
-    wanted = stored_columns(schema, table)
-    if stored is None:
-        return _empty_stored(events, schema, table)
-    conformed = stored.select(
-        *[
-            (F.col(c) if c in stored.columns else F.lit(None)).cast(_stored_type(c, schema)).alias(c)
-            for c in wanted
-        ]
-    )
-    if truncation is not None:
-        return conformed
-    keys = events.select(*table.key).distinct()
-    return conformed.join(keys, on=table.key, how="left_semi")
-
-
-def _stored_type(column: str, schema: StructType) -> str:
-    if column in schema.fieldNames():
-        return schema[column].dataType.simpleString()
-    return {
-        OP: "string",
-        ORDER: "string",
-        TS_MS: "bigint",
-        SOURCE: "string",
-        COLUMN_ORDERS: "map<string,string>",
-        DELETED: "boolean",
-    }.get(column, "timestamp")
-
-
-def _empty_stored(events: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:
-    columns = stored_columns(schema, table)
-    return events.limit(0).select(
-        *[F.lit(None).cast(_stored_type(c, schema)).alias(c) for c in columns]
-    )
-

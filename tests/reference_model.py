@@ -54,12 +54,20 @@ class ReferenceTable:
         # a truncate deletes every key of the table, including keys first seen later in the batch
         self.truncate_order = NEVER
         self.truncate_last = False
+        # the newest truncate of earlier batches, remembered by the table (spec §3): a key first
+        # seen after it starts out deleted at its order
+        self.remembered_truncate = NEVER
 
     def apply(self, event: Event) -> None:
         if event.op == "t":
             self.truncate_order = max(self.truncate_order, event.order)
             return
-        state = self.keys.setdefault(event.key, KeyState())
+        state = self.keys.get(event.key)
+        if state is None:
+            state = self.keys[event.key] = KeyState()
+            if self.remembered_truncate != NEVER:
+                state.delete_order = state.last_order = self.remembered_truncate
+                state.last_op = "t"
         if event.op == "d":
             self._delete(state, event)
             return
@@ -91,8 +99,8 @@ class ReferenceTable:
             self.apply(event)
 
     def end_batch(self) -> None:
-        """What a commit forgets (spec §3 limits): the batch's truncate order becomes a delete of
-        the keys that exist, and a hard-delete table drops deleted keys with their orders."""
+        """What a commit does: the batch's truncate becomes a delete of the keys that exist and is
+        remembered; a hard-delete table drops deleted keys with their orders (spec §3 limit)."""
         if self.truncate_order != NEVER:
             for state in self.keys.values():
                 if self.truncate_order > state.delete_order:
@@ -100,6 +108,7 @@ class ReferenceTable:
                 if self.truncate_order > state.last_order:
                     state.last_order = self.truncate_order
                     state.last_op = "t"
+            self.remembered_truncate = max(self.remembered_truncate, self.truncate_order)
             self.truncate_order = NEVER
         if not self.soft_deletes:
             self.keys = {k: s for k, s in self.keys.items() if s.exists()}

@@ -32,6 +32,18 @@ def _meta_client(spark: SparkSession, base_path: str) -> Any:
     return gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
 
 
+def latest_job_metadata(spark: SparkSession, base_path: str) -> dict[str, str]:
+    """The extra metadata of the newest commit hudi_cdc made (compactions and cleans carry none); {} if none."""
+    gateway = jvm(spark)
+    commits = _meta_client(spark, base_path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    for candidate in reversed(list(commits.getInstants())):
+        extra = gateway.org.apache.hudi.common.table.timeline.TimelineUtils.getCommitMetadata(candidate, commits)
+        meta = dict(extra.getExtraMetadata())
+        if OFFSETS_KEY in meta:
+            return {str(k): str(v) for k, v in meta.items()}
+    return {}
+
+
 def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
     """Last commit and its Kafka positions, pending and last compaction."""
     gateway = jvm(spark)

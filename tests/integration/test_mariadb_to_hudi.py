@@ -37,7 +37,7 @@ DDL = """CREATE TABLE {t} (
 COLUMNS = ["id", "name", "balance", "born", "seen", "tier"]
 
 
-def _wait_for(condition: Any, timeout: float = 90.0) -> None:
+def _wait_for(condition: Any, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

@@ -27,7 +27,8 @@ from hudi_cdc.events import (
     TS_MS,
     ts_order,
 )
-from hudi_cdc.merge import rows_to_write, stored_columns
+from hudi_cdc.merge import rows_to_write
+from hudi_cdc.stored_state import stored_columns
 from tests.reference_model import Event, ReferenceTable
 
 SCHEMA = StructType(
@@ -111,6 +112,7 @@ class FakeStore:
 
 def run_batches(spark: SparkSession, table: TableConfig, batches: list[list[tuple[Event, int]]]) -> dict[Any, Any]:
     store = FakeStore(spark, table)
+    remembered: Truncation | None = None  # what the pipeline keeps in commit metadata
     for batch in batches:
         events = _events_df(spark, batch)
         truncates = [e for e, _ in batch if e.op == "t"]
@@ -122,8 +124,11 @@ def run_batches(spark: SparkSession, table: TableConfig, batches: list[list[tupl
             key=["id"],
             soft_deletes=table.deletes == "soft",
             truncation=truncation,
+            remembered=remembered,
         )
         store.apply(rows_to_write(result.rows, SCHEMA, table))
+        if truncation is not None and (remembered is None or truncation.order > remembered.order):
+            remembered = truncation
     out = {}
     for row in store.rows.collect():
         d = row.asDict()
@@ -183,6 +188,16 @@ def test_delete_removes_row_and_soft_delete_keeps_it(spark: SparkSession) -> Non
     assert soft[(1,)]["_cdc_deleted"] is True and soft[(1,)]["name"] is None
 
 
+def test_event_older_than_a_remembered_truncate_is_late_even_for_a_new_key(spark: SparkSession) -> None:
+    truncate = (Event(key=(None,), op="t", order=ts_order(ts_ms=4, partition=0, offset=1)), 1)
+    batches = [[ev(1, "c", 1, 0, name="a"), truncate], [ev(2, "c", 3, 2, name="old"), ev(3, "c", 5, 3, name="new")]]
+    for deletes in ("hard", "soft"):
+        rows = run_batches(spark, _table(deletes), batches)
+        assert rows == reference(_table(deletes), batches)
+        live = {k for k, r in rows.items() if not r["_cdc_deleted"]}
+        assert live == {(3,)}, deletes
+
+
 def test_truncate_deletes_older_rows_and_keeps_newer_events(spark: SparkSession) -> None:
     first = [ev(1, "c", 1, 0, name="a"), ev(2, "c", 2, 1, name="b")]
     second = [ev(3, "c", 5, 3, name="c"), (Event(key=(None,), op="t", order=ts_order(ts_ms=4, partition=0, offset=2)), 2)]
@@ -193,7 +208,7 @@ def test_truncate_deletes_older_rows_and_keeps_newer_events(spark: SparkSession)
 events_strategy = st.lists(
     st.tuples(
         st.integers(1, 3),
-        st.sampled_from(["c", "u", "u", "d"]),
+        st.sampled_from(["c", "u", "u", "d", "c", "u", "u", "d", "t"]),
         st.integers(1, 6),
         st.booleans(),
         st.booleans(),
@@ -214,6 +229,9 @@ def test_any_batching_and_arrival_order_matches_reference(spark: SparkSession, r
                 image["name"] = name
             if has_age or op == "c":
                 image["age"] = ts * 10
+        if op == "t":
+            events.append((Event(key=(None,), op="t", order=ts_order(ts_ms=ts, partition=0, offset=offset)), offset))
+            continue
         events.append(ev(key, op, ts, offset, **image))
     rng = random.Random(seed)
     shuffled = events[:]

@@ -271,7 +271,7 @@ def test_postgres_update_with_toast_placeholders_leaves_them_absent(spark: Spark
         None,
         3,
     )
-    assert event["_cdc_order"] == lsn_order(lsn=33_227_720, snapshot=False, partition=0, offset=0)
+    assert event["_cdc_order"] == lsn_order(lsn=33_227_720, snapshot=False, partition=0, offset=0, last_committed=33_227_712, tx_id=780)
     assert event["_cdc_source"] == "33227720"
 
 
@@ -283,7 +283,7 @@ def test_postgres_delete_with_key_only_before_and_boolean_snapshot_flag(spark: S
         kafka_rows(spark, [(key, json.dumps(envelope).encode())], topic=DOCS.topic), DOCS_TABLE
     ).events.collect()
     assert (event["id"], event["_cdc_op"], event[PRESENT]) == (8, "d", [])
-    assert event["_cdc_order"] == lsn_order(lsn=33_227_900, snapshot=True, partition=0, offset=0)
+    assert event["_cdc_order"] == lsn_order(lsn=33_227_900, snapshot=True, partition=0, offset=0, last_committed=33_227_892, tx_id=780)
 
 
 # ---- keys: Kafka key first, then the row; truncates have none --------------------------------
@@ -392,8 +392,18 @@ def test_order_expressions_equal_their_python_twins(spark: SparkSession) -> None
                 file_seq=file_seq, pos=pos, row=row, snapshot=snapshot, partition=partition, offset=offset
             )
         elif i % 3 == 1:
-            source = {"lsn": pos, "snapshot": flag, "ts_ms": 1}
-            expected[i] = lsn_order(lsn=pos, snapshot=snapshot, partition=partition, offset=offset)
+            committed, tx_id = rng.choice([(None, None), (pos // 2, 0), (0, 2**40), (pos, 780)])
+            source = {"lsn": pos, "snapshot": flag, "ts_ms": 1, "txId": tx_id}
+            if committed is not None:
+                source["sequence"] = json.dumps([str(committed), str(pos)])
+            expected[i] = lsn_order(
+                lsn=pos,
+                snapshot=snapshot,
+                partition=partition,
+                offset=offset,
+                last_committed=committed or 0,
+                tx_id=tx_id or 0,
+            )
         else:
             source = {"ts_ms": pos}
             expected[i] = ts_order(ts_ms=pos, partition=partition, offset=offset)
@@ -415,6 +425,14 @@ BAD: dict[str, tuple[bytes, str, str]] = {
     "null-key": (json.dumps({"op": "u", "after": {"id": None}, "ts_ms": 1}).encode(), "MissingKey", "check the table's `key`"),
     "bad-value": (json.dumps({"op": "c", "after": {"id": 1, "balance": "12.x"}, "ts_ms": 1}).encode(), "BadValue", "balance (decimal(12,2))"),
     "no-position": (json.dumps({"op": "c", "after": {"id": 1}}).encode(), "MissingOrder", "no source position"),
+    "negative-pos": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"file": "mysql-bin.000003", "pos": -5, "ts_ms": 1}}).encode(), "BadOrder", "malformed source position"),
+    "negative-row": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"file": "mysql-bin.000003", "pos": 5, "row": -1}}).encode(), "BadOrder", "malformed source position"),
+    "bad-binlog-file": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"file": "garbage", "pos": 5, "ts_ms": 1}}).encode(), "BadOrder", "binlog file name"),
+    "file-without-pos": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"file": "mysql-bin.000003", "ts_ms": 1}}).encode(), "BadOrder", "malformed source position"),
+    "pos-not-a-number": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"file": "mysql-bin.000003", "pos": "x", "ts_ms": 1}}).encode(), "BadOrder", "malformed source position"),
+    "negative-lsn": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"lsn": -1, "ts_ms": 1}}).encode(), "BadOrder", "malformed source position"),
+    "bad-sequence": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"lsn": 10, "sequence": "[\"x\",\"10\"]", "ts_ms": 1}}).encode(), "BadOrder", "source.sequence"),
+    "negative-ts-ms": (json.dumps({"op": "c", "after": {"id": 1}, "ts_ms": -3}).encode(), "BadOrder", "malformed source position"),
 }  # fmt: skip
 
 
