@@ -71,3 +71,18 @@ class ServiceError(TransientError):
 
 class MetastoreSyncError(TransientError):
     """Hive sync failed after a data commit; the commit stands and the sync is retried later."""
+
+
+class KafkaUnreachableError(TransientError):
+    """The Kafka brokers did not answer at run start, within `kafka.connect_timeout`."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout: str, reason: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        self.reason = reason
+        super().__init__(
+            f"Kafka at {bootstrap_servers} did not answer within {timeout}: {reason}\n"
+            "Nothing was read or written. Check that the brokers run and that `kafka.bootstrap_servers` and the "
+            "security settings in `kafka.properties` are right, then start again "
+            "(a slow cluster may need a longer `kafka.connect_timeout`)."
+        )

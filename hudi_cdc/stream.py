@@ -13,7 +13,10 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_cdc.config import Config
+from hudi_cdc import kafka_check, locations, route_regex
+from hudi_cdc.config import Config, check_base_paths
+from hudi_cdc.durations import spark_interval
+from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.pipeline import BatchContext, run_batch
@@ -51,15 +54,36 @@ def metastore_sync(config: Config) -> MetastoreSync | None:
     return sync
 
 
+def preflight(spark: SparkSession, config: Config, *, source: str = "the configuration") -> None:
+    """What must hold before the query starts, checked where the job runs (steps in order).
+
+    1. Route patterns compile in the JVM (Spark's Kafka source uses java.util.regex).
+    2. Every base path that exists is a Hudi table, on any file system (Hadoop FileSystem).
+    3. Kafka answers within `kafka.connect_timeout`.
+    """
+    from hudi_cdc.spark_session import hadoop_conf, jvm
+
+    patterns = [r.pattern for r in config.routes if r.pattern is not None]
+    problems = route_regex.jvm_problems(jvm(spark), patterns)
+    if problems:
+        raise ConfigError(source, [f"routes: {p}" for p in problems])
+    check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
+    kafka_check.check_reachable(config.kafka)
+
+
 def run(
     spark: SparkSession,
     config: Config,
     *,
     once: bool,
     on_batch: BatchListener | None = None,
+    source: str = "the configuration",
 ) -> None:
-    """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval."""
+    """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval.
 
+    `source` names the configuration file in errors found at start (`preflight`).
+    """
+    preflight(spark, config, source=source)
     metastore = metastore_sync(config)
 
     def handle(batch: DataFrame, batch_id: int) -> None:
@@ -73,25 +97,19 @@ def run(
         .foreachBatch(handle)
         .option("checkpointLocation", config.job.checkpoint_dir)
     )
-    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=config.job.trigger_interval)
+    interval = config.job.trigger_interval
+    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=spark_interval(interval))
     if metastore is not None:
         # a sync that failed before a restart, or tables never registered
         metastore.sync_due(spark, config.tables)
     query = writer.start()
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
     # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
-    while not query.awaitTermination(timeout=_seconds(config.job.trigger_interval)):
+    while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
         if metastore is not None:
             metastore.sync_due(spark, config.tables)
     if metastore is not None:
         metastore.sync_due(spark, config.tables)
-
-
-def _seconds(interval: str) -> int:
-    """'30 seconds' / '2 minutes' -> seconds (Spark's trigger interval syntax, common units)."""
-    amount, _, unit = interval.strip().partition(" ")
-    factor = {"second": 1, "minute": 60, "hour": 3600}.get(unit.rstrip("s").strip() or "second", 1)
-    return max(1, int(float(amount) * factor))
 
 
 def replay_dead_letters(

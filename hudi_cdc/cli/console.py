@@ -53,7 +53,7 @@ def run(config_path: str, once: bool) -> None:
     from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)
-    stream.run(get_or_create_session(app_name=config.job.name), config, once=once)
+    stream.run(get_or_create_session(app_name=config.job.name), config, once=once, source=config_path)
 
 
 @cli.command()
