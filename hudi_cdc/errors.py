@@ -86,3 +86,14 @@ class KafkaUnreachableError(TransientError):
             "security settings in `kafka.properties` are right, then start again "
             "(a slow cluster may need a longer `kafka.connect_timeout`)."
         )
+
+
+class DeadLetterRetentionError(TerminalError):
+    """`dead-letters purge` was asked to purge without a retention to apply."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: no `job.dead_letter_retention` is set, so purge does not know what is old; "
+            "set it (e.g. `30 days`) or pass --older-than. Nothing was deleted."
+        )

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc import kafka_check, locations, route_regex
 from hudi_cdc.config import Config, check_base_paths
+from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
@@ -84,6 +86,7 @@ def run(
     `source` names the configuration file in errors found at start (`preflight`).
     """
     preflight(spark, config, source=source)
+    apply_retention(spark, config)
     metastore = metastore_sync(config)
 
     def handle(batch: DataFrame, batch_id: int) -> None:
@@ -113,18 +116,33 @@ def run(
 
 
 def replay_dead_letters(
-    spark: SparkSession, config: Config, *, tables: list[str], error_class: str = "SchemaChangeError"
+    spark: SparkSession,
+    config: Config,
+    *,
+    tables: list[str],
+    error_class: str | None = "SchemaChangeError",
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> BatchMetrics:
     """Run dead-lettered records of `tables` through the pipeline again (e.g. after a schema fix).
 
-    Replaying is safe to repeat: the fold judges each event by its order, so events already
-    applied count as duplicates and change nothing.
+    `error_class` None replays every class. Replaying is safe to repeat: the fold judges each
+    event by its order, so events already applied count as duplicates and change nothing;
+    a record that fails again is not stored twice (`dead_letter.store`).
     """
-    from pyspark.sql import functions as F
-
-    letters = spark.read.parquet(config.job.dead_letter_path).filter(F.col("error_class") == error_class)
-    if tables:
-        letters = letters.filter(F.col("table").isin(tables))
+    selection = Selection(
+        tables=tuple(tables), error_classes=(error_class,) if error_class else (), since=since, until=until
+    )
+    letters = select(spark, config.job.dead_letter_path, selection)
+    if letters is None:
+        return BatchMetrics(batch_id=-1)
     raw = letters.select("key", "value", "topic", "partition", "offset").dropDuplicates(["topic", "partition", "offset"])
     # batch id -1 marks a replay in the commit metadata and the logs
     return run_batch(raw, BatchContext(config=config, batch_id=-1))
+
+
+def apply_retention(spark: SparkSession, config: Config) -> None:
+    """Purge dead letters older than `job.dead_letter_retention` (nothing when it is not set)."""
+    retention = config.job.dead_letter_retention
+    if retention is not None:
+        purge(spark, config.job.dead_letter_path, older_than=retention)
