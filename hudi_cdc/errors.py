@@ -55,7 +55,7 @@ class SchemaChangeError(TerminalError):
             f"table {table}: incompatible schema change, nothing was written for it:\n{lines}\n"
             "Its records of this batch went to the dead-letter store (error_class SchemaChangeError), "
             "other tables keep flowing. Rewrite the table with the new schema (or opt in per table with "
-            "`schema_policy: allow_incompatible`), then replay them with `hudi-cdc replay-dead-letters`."
+            "`schema_policy: allow_incompatible`), then replay them with `hudi-cdc dead-letters replay --error-class SchemaChangeError`."
         )
 
 
