@@ -174,6 +174,10 @@ class JobConfig(_Frozen):
     """Dead letters older than this are deleted by `hudi-cdc dead-letters purge` and at job start; None keeps them."""
     metastore_uris: str | None = None
     """thrift://host:port of the Hive Metastore; None disables Hive sync for every table."""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    """A continuous run serves Prometheus metrics on http://<driver>:<port>/metrics; None: off."""
+    metrics_textfile: str | None = None
+    """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
 
 
 class Config(_Frozen):

@@ -73,6 +73,29 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     kafka_check.check_reachable(config.kafka)
 
 
+def prometheus_listener(config: Config, *, once: bool) -> BatchListener | None:
+    """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
+    `job.metrics_textfile`; None when neither is configured."""
+    port, textfile = config.job.metrics_port, config.job.metrics_textfile
+    if (port is None or once) and textfile is None:
+        return None
+    from hudi_cdc.prometheus import JobMetrics
+
+    metrics = JobMetrics(config)
+    if port is not None and not once:
+        metrics.serve(port)
+        log.info("prometheus metrics on port %d", port)
+    if textfile is not None:
+        metrics.write_textfile(textfile)
+
+    def observe(batch: BatchMetrics) -> None:
+        metrics.observe(batch)
+        if textfile is not None:
+            metrics.write_textfile(textfile)
+
+    return observe
+
+
 def run(
     spark: SparkSession,
     config: Config,
@@ -88,11 +111,12 @@ def run(
     preflight(spark, config, source=source)
     apply_retention(spark, config)
     metastore = metastore_sync(config)
+    listeners = [listener for listener in (on_batch, prometheus_listener(config, once=once)) if listener is not None]
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id, metastore=metastore))
-        if on_batch is not None:
-            on_batch(metrics)
+        for listener in listeners:
+            listener(metrics)
 
     writer = (
         kafka_source(spark, config)
