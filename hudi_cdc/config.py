@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hudi_cdc import locations, route_regex
+from hudi_cdc.config_env import substitute
+from hudi_cdc.durations import Duration
 from hudi_cdc.errors import ConfigError
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
@@ -47,6 +52,8 @@ class KafkaSource(_Frozen):
     """Upper bound of records per micro-batch (None: everything available)."""
     fail_on_data_loss: bool = True
     """Stop when Kafka deleted records the checkpoint still needs (retention shorter than downtime)."""
+    connect_timeout: Duration = timedelta(seconds=30)
+    """How long `run` waits for the brokers to answer at start before it stops with an error."""
 
     def redacted_properties(self) -> dict[str, str]:
         """The pass-through properties with secret values masked, for logs and `status`."""
@@ -141,10 +148,9 @@ class Route(_Frozen):
         if (self.topic is None) == (self.pattern is None):
             raise ValueError("a route names exactly one of `topic` or `pattern`")
         if self.pattern is not None:
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {self.pattern!r} is not a valid regex: {exc}") from exc
+            problems = route_regex.problems(self.pattern)
+            if problems:
+                raise ValueError("; ".join(problems))
         return self
 
     def matches(self, topic: str) -> bool:
@@ -162,9 +168,16 @@ class JobConfig(_Frozen):
     """Structured Streaming checkpoint; one per job, so a rerun continues where it stopped."""
     dead_letter_path: str
     """Hudi-free Parquet folder for records that could not be decoded."""
-    trigger_interval: str = "30 seconds"
+    trigger_interval: Duration = timedelta(seconds=30)
+    """How often a continuous run starts a micro-batch, e.g. `30 seconds`, `5 minutes`."""
+    dead_letter_retention: Duration | None = None
+    """Dead letters older than this are deleted by `hudi-cdc dead-letters purge` and at job start; None keeps them."""
     metastore_uris: str | None = None
     """thrift://host:port of the Hive Metastore; None disables Hive sync for every table."""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    """A continuous run serves Prometheus metrics on http://<driver>:<port>/metrics; None: off."""
+    metrics_textfile: str | None = None
+    """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
 
 
 class Config(_Frozen):
@@ -209,25 +222,63 @@ class Config(_Frozen):
 
 def _format_problem(error: dict[str, Any]) -> str:
     location = ".".join(str(part) for part in error["loc"]) or "<root>"
-    return f"{location}: {error['msg']}"
+    return f"{location}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def _base_paths(config: Config) -> list[tuple[str, str]]:
+    return [(t.name, t.base_path) for t in config.tables]
 
 
 def parse_config(data: Any, *, source: str = "<config>") -> Config:
-    """Validate a loaded YAML document; raise ConfigError naming `source` and each bad field."""
+    """Validate a loaded YAML document; raise ConfigError naming `source` and each bad field.
+
+    Checks the document alone (types, routes, folder layout), never the file system.
+    """
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(source, [_format_problem(dict(e)) for e in exc.errors()]) from None
+    problems = locations.layout_problems(
+        base_paths=_base_paths(config),
+        checkpoint_dir=config.job.checkpoint_dir,
+        dead_letter_path=config.job.dead_letter_path,
+    )
+    if problems:
+        raise ConfigError(source, problems)
+    return config
 
 
-def load_config(path: str | Path) -> Config:
-    """Load and validate a YAML configuration file; `${VAR}` is replaced from the environment."""
+def check_base_paths(config: Config, fs: locations.FileSystemView, *, source: str, local_only: bool) -> None:
+    """Refuse base paths that exist but are not Hudi tables (local ones only, or every one)."""
+    paths = _base_paths(config)
+    if local_only:
+        paths = [(name, path) for name, path in paths if locations.is_local(path)]
+    problems = locations.base_path_problems(paths, fs)
+    if problems:
+        raise ConfigError(source, problems)
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Load and validate a YAML configuration file; `${VAR}` and `${VAR:-default}` come from the environment.
+
+    The file is parsed first and references are replaced in string values afterwards, so a
+    value can never change the YAML structure; an unset variable is an error naming it, and
+    no substituted value ever appears in an error message (secrets come from variables).
+    Local base paths are checked on disk; remote ones at run start (`stream.run`).
+    """
     path = Path(path)
     try:
-        # environment references keep secrets (sasl.jaas.config, ...) out of the file
-        data = yaml.safe_load(os.path.expandvars(path.read_text()))
+        data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise ConfigError(str(path), ["file not found"]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(str(path), [f"not valid YAML: {exc}"]) from None
-    return parse_config(data, source=str(path))
+    data, found = substitute(data, os.environ if environ is None else environ)
+    if found.problems:
+        raise ConfigError(str(path), found.problems)
+    try:
+        config = parse_config(data, source=str(path))
+        check_base_paths(config, locations.LocalFiles(), source=str(path), local_only=True)
+    except ConfigError as exc:
+        raise ConfigError(str(path), [found.mask(p) for p in exc.problems]) from None
+    return config

@@ -1,10 +1,17 @@
-"""Rejected records -> the dead-letter store (Parquet), with reason and Kafka position."""
+"""Rejected records -> the dead-letter store (Parquet), with reason and Kafka position.
+
+A record is stored once per error class: `store` skips rejects whose (topic, partition,
+offset, error_class) is already in the store, so a replay that fails again, or a batch
+replayed after a crash, adds no duplicate. The first failure's message and time are kept.
+"""
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
-from pyspark.sql import DataFrame
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 log = logging.getLogger(__name__)
@@ -20,14 +27,38 @@ DEAD_LETTER_COLUMNS = [
     "error_message",
 ]
 
+IDENTITY = ["topic", "partition", "offset", "error_class"]
+"""What makes a dead letter unique: a record and the reason it was rejected."""
 
-def store(rejects: DataFrame, *, path: str, job: str, batch_id: int) -> None:
-    """Append `rejects` (already counted by the caller) to the dead-letter folder, partitioned by table."""
+
+def read(spark: SparkSession, path: str) -> DataFrame | None:
+    """The whole store, or None while nothing was ever stored (or everything was purged)."""
+    try:
+        return spark.read.parquet(path)
+    except AnalysisException as exc:
+        # Spark's wording for a missing folder and for a folder without Parquet files
+        if "PATH_NOT_FOUND" in str(exc) or "UNABLE_TO_INFER_SCHEMA" in str(exc) or "Path does not exist" in str(exc):
+            return None
+        raise
+
+
+def store(
+    rejects: DataFrame, *, path: str, job: str, batch_id: int, detected_at: datetime | None = None
+) -> None:
+    """Append `rejects` (already counted by the caller) to the dead-letter folder, partitioned by table.
+
+    Rejects already in the store (same `IDENTITY`) are left out. `detected_at` (an aware
+    datetime) defaults to now.
+    """
+    rows = rejects.select(*DEAD_LETTER_COLUMNS).dropDuplicates(IDENTITY)
+    existing = read(rejects.sparkSession, path)
+    if existing is not None:
+        rows = rows.join(existing.select(*IDENTITY).distinct(), on=IDENTITY, how="left_anti").select(*DEAD_LETTER_COLUMNS)
+    when = F.current_timestamp() if detected_at is None else F.lit(detected_at.timestamp()).cast("timestamp")
     (
-        rejects.select(*DEAD_LETTER_COLUMNS)
-        .withColumn("job", F.lit(job))
+        rows.withColumn("job", F.lit(job))
         .withColumn("batch_id", F.lit(batch_id).cast("long"))
-        .withColumn("detected_at", F.current_timestamp())
+        .withColumn("detected_at", when)
         .write.mode("append")
         .partitionBy("table")
         .parquet(path)

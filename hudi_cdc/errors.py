@@ -55,7 +55,7 @@ class SchemaChangeError(TerminalError):
             f"table {table}: incompatible schema change, nothing was written for it:\n{lines}\n"
             "Its records of this batch went to the dead-letter store (error_class SchemaChangeError), "
             "other tables keep flowing. Rewrite the table with the new schema (or opt in per table with "
-            "`schema_policy: allow_incompatible`), then replay them with `hudi-cdc replay-dead-letters`."
+            "`schema_policy: allow_incompatible`), then replay them with `hudi-cdc dead-letters replay --error-class SchemaChangeError`."
         )
 
 
@@ -71,3 +71,29 @@ class ServiceError(TransientError):
 
 class MetastoreSyncError(TransientError):
     """Hive sync failed after a data commit; the commit stands and the sync is retried later."""
+
+
+class KafkaUnreachableError(TransientError):
+    """The Kafka brokers did not answer at run start, within `kafka.connect_timeout`."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout: str, reason: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        self.reason = reason
+        super().__init__(
+            f"Kafka at {bootstrap_servers} did not answer within {timeout}: {reason}\n"
+            "Nothing was read or written. Check that the brokers run and that `kafka.bootstrap_servers` and the "
+            "security settings in `kafka.properties` are right, then start again "
+            "(a slow cluster may need a longer `kafka.connect_timeout`)."
+        )
+
+
+class DeadLetterRetentionError(TerminalError):
+    """`dead-letters purge` was asked to purge without a retention to apply."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: no `job.dead_letter_retention` is set, so purge does not know what is old; "
+            "set it (e.g. `30 days`) or pass --older-than. Nothing was deleted."
+        )

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_cdc.config import Config
+from hudi_cdc import kafka_check, locations, route_regex
+from hudi_cdc.config import Config, check_base_paths
+from hudi_cdc.dead_letter_ops import Selection, purge, select
+from hudi_cdc.durations import spark_interval
+from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.pipeline import BatchContext, run_batch
@@ -51,21 +56,67 @@ def metastore_sync(config: Config) -> MetastoreSync | None:
     return sync
 
 
+def preflight(spark: SparkSession, config: Config, *, source: str = "the configuration") -> None:
+    """What must hold before the query starts, checked where the job runs (steps in order).
+
+    1. Route patterns compile in the JVM (Spark's Kafka source uses java.util.regex).
+    2. Every base path that exists is a Hudi table, on any file system (Hadoop FileSystem).
+    3. Kafka answers within `kafka.connect_timeout`.
+    """
+    from hudi_cdc.spark_session import hadoop_conf, jvm
+
+    patterns = [r.pattern for r in config.routes if r.pattern is not None]
+    problems = route_regex.jvm_problems(jvm(spark), patterns)
+    if problems:
+        raise ConfigError(source, [f"routes: {p}" for p in problems])
+    check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
+    kafka_check.check_reachable(config.kafka)
+
+
+def prometheus_listener(config: Config, *, once: bool) -> BatchListener | None:
+    """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
+    `job.metrics_textfile`; None when neither is configured."""
+    port, textfile = config.job.metrics_port, config.job.metrics_textfile
+    if (port is None or once) and textfile is None:
+        return None
+    from hudi_cdc.prometheus import JobMetrics
+
+    metrics = JobMetrics(config)
+    if port is not None and not once:
+        metrics.serve(port)
+        log.info("prometheus metrics on port %d", port)
+    if textfile is not None:
+        metrics.write_textfile(textfile)
+
+    def observe(batch: BatchMetrics) -> None:
+        metrics.observe(batch)
+        if textfile is not None:
+            metrics.write_textfile(textfile)
+
+    return observe
+
+
 def run(
     spark: SparkSession,
     config: Config,
     *,
     once: bool,
     on_batch: BatchListener | None = None,
+    source: str = "the configuration",
 ) -> None:
-    """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval."""
+    """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval.
 
+    `source` names the configuration file in errors found at start (`preflight`).
+    """
+    preflight(spark, config, source=source)
+    apply_retention(spark, config)
     metastore = metastore_sync(config)
+    listeners = [listener for listener in (on_batch, prometheus_listener(config, once=once)) if listener is not None]
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id, metastore=metastore))
-        if on_batch is not None:
-            on_batch(metrics)
+        for listener in listeners:
+            listener(metrics)
 
     writer = (
         kafka_source(spark, config)
@@ -73,40 +124,49 @@ def run(
         .foreachBatch(handle)
         .option("checkpointLocation", config.job.checkpoint_dir)
     )
-    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=config.job.trigger_interval)
+    interval = config.job.trigger_interval
+    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=spark_interval(interval))
     if metastore is not None:
         # a sync that failed before a restart, or tables never registered
         metastore.sync_due(spark, config.tables)
     query = writer.start()
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
     # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
-    while not query.awaitTermination(timeout=_seconds(config.job.trigger_interval)):
+    while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
         if metastore is not None:
             metastore.sync_due(spark, config.tables)
     if metastore is not None:
         metastore.sync_due(spark, config.tables)
 
 
-def _seconds(interval: str) -> int:
-    """'30 seconds' / '2 minutes' -> seconds (Spark's trigger interval syntax, common units)."""
-    amount, _, unit = interval.strip().partition(" ")
-    factor = {"second": 1, "minute": 60, "hour": 3600}.get(unit.rstrip("s").strip() or "second", 1)
-    return max(1, int(float(amount) * factor))
-
-
 def replay_dead_letters(
-    spark: SparkSession, config: Config, *, tables: list[str], error_class: str = "SchemaChangeError"
+    spark: SparkSession,
+    config: Config,
+    *,
+    tables: list[str],
+    error_class: str | None = "SchemaChangeError",
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> BatchMetrics:
     """Run dead-lettered records of `tables` through the pipeline again (e.g. after a schema fix).
 
-    Replaying is safe to repeat: the fold judges each event by its order, so events already
-    applied count as duplicates and change nothing.
+    `error_class` None replays every class. Replaying is safe to repeat: the fold judges each
+    event by its order, so events already applied count as duplicates and change nothing;
+    a record that fails again is not stored twice (`dead_letter.store`).
     """
-    from pyspark.sql import functions as F
-
-    letters = spark.read.parquet(config.job.dead_letter_path).filter(F.col("error_class") == error_class)
-    if tables:
-        letters = letters.filter(F.col("table").isin(tables))
+    selection = Selection(
+        tables=tuple(tables), error_classes=(error_class,) if error_class else (), since=since, until=until
+    )
+    letters = select(spark, config.job.dead_letter_path, selection)
+    if letters is None:
+        return BatchMetrics(batch_id=-1)
     raw = letters.select("key", "value", "topic", "partition", "offset").dropDuplicates(["topic", "partition", "offset"])
     # batch id -1 marks a replay in the commit metadata and the logs
     return run_batch(raw, BatchContext(config=config, batch_id=-1))
+
+
+def apply_retention(spark: SparkSession, config: Config) -> None:
+    """Purge dead letters older than `job.dead_letter_retention` (nothing when it is not set)."""
+    retention = config.job.dead_letter_retention
+    if retention is not None:
+        purge(spark, config.job.dead_letter_path, older_than=retention)

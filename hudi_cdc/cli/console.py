@@ -5,14 +5,18 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from hudi_cdc.cli.output import output_for
-from hudi_cdc.config import load_config
+from hudi_cdc.config import Config, load_config
 from hudi_cdc.errors import CdcError
 from hudi_cdc.logging_setup import configure
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,7 +57,7 @@ def run(config_path: str, once: bool) -> None:
     from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)
-    stream.run(get_or_create_session(app_name=config.job.name), config, once=once)
+    stream.run(get_or_create_session(app_name=config.job.name), config, once=once, source=config_path)
 
 
 @cli.command()
@@ -110,7 +114,10 @@ def compact(config_path: str, tables: tuple[str, ...]) -> None:
 @click.option("--error-class", default="SchemaChangeError", show_default=True, help="Which rejects to replay.")
 @catch_errors
 def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: str) -> None:
-    """Re-apply dead-lettered records (e.g. after fixing a schema change); safe to repeat."""
+    """Re-apply dead-lettered records (e.g. after fixing a schema change); safe to repeat.
+
+    Kept for scripts: the same as `dead-letters replay --error-class SchemaChangeError`.
+    """
     from hudi_cdc import stream
     from hudi_cdc.spark_session import get_or_create_session
 
@@ -118,6 +125,168 @@ def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: 
     spark = get_or_create_session(app_name=f"{config.job.name}-replay")
     metrics = stream.replay_dead_letters(spark, config, tables=list(tables), error_class=error_class)
     output_for(False).table("replayed", [vars(t) for t in metrics.tables])
+
+
+def _point_in_time(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    from hudi_cdc.dead_letter_ops import point_in_time
+
+    if value is None:
+        return None
+    try:
+        return point_in_time(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def dead_letter_filters(func: F) -> F:
+    """--config, --table, --error-class, --since, --until: the selection every dead-letters command takes."""
+    options = [
+        config_option,
+        click.option("--table", "tables", multiple=True, help="Only these tables (repeatable; default: all)."),
+        click.option("--error-class", "error_classes", multiple=True, help="Only these error classes (repeatable)."),
+        click.option("--since", callback=_point_in_time, help="Detected at or after: ISO time (UTC) or a duration ago, `2 hours`."),
+        click.option("--until", callback=_point_in_time, help="Detected before: ISO time (UTC) or a duration ago."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+@cli.group("dead-letters")
+def dead_letters() -> None:
+    """Look at, replay and purge the records the job could not apply (job.dead_letter_path)."""
+
+
+@dead_letters.command("list")
+@dead_letter_filters
+@json_option
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="Newest N records.")
+@click.option("--summary", is_flag=True, help="Counts per table and error class instead of records.")
+@catch_errors
+def dead_letters_list(
+    config_path: str,
+    tables: tuple[str, ...],
+    error_classes: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    as_json: bool,
+    limit: int,
+    summary: bool,
+) -> None:
+    """One line per dead letter, newest first (messages shortened; `show` prints them whole)."""
+    from hudi_cdc import dead_letter_ops as ops
+
+    config, spark = _config_and_spark(config_path, "dead-letters")
+    selection = ops.Selection(tables=tables, error_classes=error_classes, since=since, until=until)
+    letters = ops.select(spark, config.job.dead_letter_path, selection)
+    out = output_for(as_json)
+    if summary:
+        out.table("dead letters by table and error class", ops.summary(letters) if letters is not None else [])
+        return
+    total, rows = ops.listing(letters, limit=limit) if letters is not None else (0, [])
+    out.table(f"{total} dead letters" + (f" (newest {limit})" if total > limit else ""), rows)
+
+
+@dead_letters.command("show")
+@dead_letter_filters
+@json_option
+@click.option("--topic", help="Only records of this topic.")
+@click.option("--partition", type=int, help="Only records of this Kafka partition.")
+@click.option("--offset", type=int, help="Only the record at this offset.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="At most N records.")
+@catch_errors
+def dead_letters_show(
+    config_path: str,
+    tables: tuple[str, ...],
+    error_classes: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    as_json: bool,
+    topic: str | None,
+    partition: int | None,
+    offset: int | None,
+    limit: int,
+) -> None:
+    """Whole records: topic[partition]@offset, class, message, key and value (decoded when JSON)."""
+    from hudi_cdc import dead_letter_ops as ops
+
+    config, spark = _config_and_spark(config_path, "dead-letters")
+    selection = ops.Selection(
+        tables=tables, error_classes=error_classes, since=since, until=until, topic=topic, partition=partition, offset=offset
+    )
+    letters = ops.select(spark, config.job.dead_letter_path, selection)
+    rows = ops.records(letters, limit=limit) if letters is not None else []
+    output_for(as_json).records("dead letters", rows, heading="record")
+
+
+@dead_letters.command("replay")
+@dead_letter_filters
+@json_option
+@catch_errors
+def dead_letters_replay(
+    config_path: str,
+    tables: tuple[str, ...],
+    error_classes: tuple[str, ...],
+    since: datetime | None,
+    until: datetime | None,
+    as_json: bool,
+) -> None:
+    """Run the selected records through the pipeline again (after a fix); safe to repeat.
+
+    Records applied before count as duplicates and change nothing; a record that fails again
+    stays in the store once (no duplicate). Replayed records stay until purged.
+    """
+    from hudi_cdc import stream
+
+    config, spark = _config_and_spark(config_path, "replay")
+    rows: list[dict[str, Any]] = []
+    for error_class in error_classes or (None,):
+        metrics = stream.replay_dead_letters(
+            spark, config, tables=list(tables), error_class=error_class, since=since, until=until
+        )
+        rows.extend(vars(t) for t in metrics.tables)
+    output_for(as_json).table("replayed", rows)
+
+
+@dead_letters.command("purge")
+@config_option
+@click.option("--table", "tables", multiple=True, help="Only these tables (repeatable; default: all).")
+@click.option("--older-than", help="Override job.dead_letter_retention, e.g. `30 days`.")
+@click.option("--dry-run", is_flag=True, help="Count what would be deleted, delete nothing.")
+@json_option
+@catch_errors
+def dead_letters_purge(
+    config_path: str, tables: tuple[str, ...], older_than: str | None, dry_run: bool, as_json: bool
+) -> None:
+    """Delete dead letters detected longer ago than the retention (job.dead_letter_retention)."""
+    from hudi_cdc import dead_letter_ops as ops
+    from hudi_cdc.durations import parse_duration
+    from hudi_cdc.errors import DeadLetterRetentionError
+
+    config = load_config(config_path)
+    try:
+        retention = parse_duration(older_than) if older_than else config.job.dead_letter_retention
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    if retention is None:
+        raise DeadLetterRetentionError(config_path)
+    spark = _session(config.job.name, "dead-letters")
+    result = ops.purge(spark, config.job.dead_letter_path, older_than=retention, tables=tables, dry_run=dry_run)
+    output_for(as_json).table("purge (dry run)" if dry_run else "purged", [vars(result)])
+
+
+def _session(job: str, purpose: str) -> SparkSession:
+    from hudi_cdc.spark_session import get_or_create_session
+
+    return get_or_create_session(app_name=f"{job}-{purpose}")
+
+
+def _config_and_spark(config_path: str, purpose: str) -> tuple[Config, SparkSession]:
+    config = load_config(config_path)
+    return config, _session(config.job.name, purpose)
 
 
 @cli.command("resume-binlog")

@@ -19,6 +19,10 @@ class Output(ABC):
     @abstractmethod
     def message(self, text: str) -> None: ...
 
+    @abstractmethod
+    def records(self, title: str, rows: Sequence[dict[str, Any]], *, heading: str) -> None:
+        """Whole records, one block each (field `heading` names the block), for values too long for a table."""
+
 
 class TextOutput(Output):
     """Aligned columns for a terminal."""
@@ -38,6 +42,21 @@ class TextOutput(Output):
     def message(self, text: str) -> None:
         click.echo(text)
 
+    def records(self, title: str, rows: Sequence[dict[str, Any]], *, heading: str) -> None:
+        click.echo(click.style(title, bold=True))
+        if not rows:
+            click.echo("  (none)")
+        for row in rows:
+            click.echo("")
+            click.echo(click.style(_text(row.get(heading)), bold=True))
+            fields = [name for name in row if name != heading]
+            width = max((len(name) for name in fields), default=0)
+            for name in fields:
+                lines = _block(row[name]).splitlines() or [""]
+                click.echo(f"  {name.ljust(width)}  {lines[0]}")
+                for line in lines[1:]:
+                    click.echo(f"  {' ' * width}  {line}")
+
 
 class JsonOutput(Output):
     """One JSON document per call, on stdout."""
@@ -48,9 +67,19 @@ class JsonOutput(Output):
     def message(self, text: str) -> None:
         click.echo(json.dumps({"message": text}))
 
+    def records(self, title: str, rows: Sequence[dict[str, Any]], *, heading: str) -> None:
+        self.table(title, rows)
+
 
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
+
+
+def _block(value: Any) -> str:
+    """Structured values (decoded JSON) pretty-printed; text as is."""
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+    return _text(value)
 
 
 def output_for(as_json: bool) -> Output:

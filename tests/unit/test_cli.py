@@ -9,12 +9,23 @@ from click.testing import CliRunner
 
 from hudi_cdc.cli.console import cli
 
-COMMANDS = ["run", "validate", "status", "compact", "replay-dead-letters", "resume-binlog"]
+COMMANDS = [
+    "run",
+    "validate",
+    "status",
+    "compact",
+    "replay-dead-letters",
+    "resume-binlog",
+    "dead-letters list",
+    "dead-letters show",
+    "dead-letters replay",
+    "dead-letters purge",
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help(command: str) -> None:
-    result = CliRunner().invoke(cli, [command, "--help"])
+    result = CliRunner().invoke(cli, [*command.split(), "--help"])
     assert result.exit_code == 0 and "Usage:" in result.output
 
 
@@ -37,3 +48,20 @@ def test_validate_lists_tables(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(cli, ["validate", "--config", str(path)])
     assert result.exit_code == 0 and "COPY_ON_WRITE" in result.output
+
+
+def test_unset_variable_fails_validate_without_leaking_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HUDI_CDC_TEST_UNSET", raising=False)
+    monkeypatch.setenv("HUDI_CDC_TEST_PW", "p'a\"s: #s\nw")
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "kafka: {bootstrap_servers: '${HUDI_CDC_TEST_UNSET}', properties: {sasl.jaas.config: '${HUDI_CDC_TEST_PW}'}}\n"
+        "job: {checkpoint_dir: /c, dead_letter_path: /d, trigger_interval: '${HUDI_CDC_TEST_PW}'}\n"
+        "routes: [{topic: t, table: a}]\ntables: [{name: a, key: [id], base_path: /a}]\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", "--config", str(path)])
+    assert result.exit_code == 1 and "HUDI_CDC_TEST_UNSET is not set" in result.output
+    monkeypatch.setenv("HUDI_CDC_TEST_UNSET", "b:9092")
+    result = CliRunner().invoke(cli, ["validate", "--config", str(path)])
+    assert result.exit_code == 1 and "job.trigger_interval: ${HUDI_CDC_TEST_PW} is not a duration" in result.output
+    assert "p'a" not in result.output and "s: #s" not in result.output and "Traceback" not in result.output

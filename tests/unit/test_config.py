@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,16 @@ def test_secrets_are_redacted_and_not_in_repr() -> None:
         pytest.param(lambda c: c["tables"][0].update(deletes="sometimes"), "tables.0.deletes", "'hard' or 'soft'", id="bad-deletes"),
         pytest.param(lambda c: c["kafka"].pop("bootstrap_servers"), "kafka.bootstrap_servers", "Field required", id="missing-bootstrap"),
         pytest.param(lambda c: c["routes"].append({"pattern": "(", "table": "orders"}), "routes.2", "not a valid regex", id="bad-regex"),
+        pytest.param(lambda c: c["routes"].append({"pattern": r"(?P<n>x)", "table": "orders"}), "routes.2", "(?<name>...)", id="python-only-regex"),
+        pytest.param(lambda c: c["job"].update(trigger_interval="banana"), "job.trigger_interval", "`30 seconds`", id="banana-interval"),
+        pytest.param(lambda c: c["job"].update(trigger_interval=30), "job.trigger_interval", "not a duration", id="interval-without-unit"),
+        pytest.param(lambda c: c["kafka"].update(connect_timeout="5"), "kafka.connect_timeout", "not a duration", id="bad-timeout"),
+        pytest.param(lambda c: c["job"].update(dead_letter_retention="a month"), "job.dead_letter_retention", "not a duration", id="bad-retention"),
+        pytest.param(lambda c: c["tables"][1].update(base_path="/tmp/c/"), "tables.1.base_path", "same base_path as table customers", id="duplicate-base-path"),
+        pytest.param(lambda c: c["tables"][1].update(base_path="file:///tmp/c"), "tables.1.base_path", "same base_path", id="duplicate-as-uri"),
+        pytest.param(lambda c: c["tables"][1].update(base_path="/tmp/c/o"), "tables.1.base_path", "orders lies inside table customers", id="nested-base-path"),
+        pytest.param(lambda c: c["job"].update(checkpoint_dir="/tmp/c/_cp"), "job.checkpoint_dir", "inside the base_path of table customers", id="checkpoint-in-table"),
+        pytest.param(lambda c: c["job"].update(dead_letter_path="/tmp/o/dl"), "job.dead_letter_path", "inside the base_path of table orders", id="dead-letters-in-table"),
         pytest.param(lambda c: c["tables"][0].update(mode="patch"), "tables.0", "need `columns`", id="patch-without-columns"),
     ],
 )
@@ -79,5 +90,93 @@ def test_missing_file_and_bad_yaml_are_config_errors(tmp_path: Path) -> None:
 def test_demo_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HUDI_CDC_BOOTSTRAP", "127.0.0.1:1")
     monkeypatch.setenv("HUDI_CDC_RUN", "/tmp/run")
+    monkeypatch.setenv("HUDI_CDC_METASTORE", "thrift://127.0.0.1:1")
     config = load_config(Path(__file__).parents[2] / "schemas" / "demo.yaml")
     assert config.table_for_topic("shop.inventory.orders_2").name == "orders"  # type: ignore[union-attr]
+
+
+def test_durations_are_parsed_strictly() -> None:
+    data = _valid()
+    data["job"].update(trigger_interval="1 day", dead_letter_retention="30 days")
+    data["kafka"]["connect_timeout"] = "5 seconds"
+    config = parse_config(data)
+    assert config.job.trigger_interval == timedelta(days=1)
+    assert config.job.dead_letter_retention == timedelta(days=30)
+    assert config.kafka.connect_timeout == timedelta(seconds=5)
+    assert parse_config(_valid()).job.trigger_interval == timedelta(seconds=30)
+
+
+def _job_file(tmp_path: Path, *, bootstrap: str = "b:9092", jaas: str = "x", base: str = "/nonexistent/a") -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        f"kafka:\n  bootstrap_servers: {bootstrap}\n  properties:\n    sasl.jaas.config: {jaas}\n"
+        "job: {checkpoint_dir: /c, dead_letter_path: /d}\n"
+        f"routes: [{{topic: t, table: a}}]\ntables:\n  - {{name: a, key: [id], base_path: '{base}'}}\n"
+    )
+    return path
+
+
+def test_unset_variable_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = _job_file(tmp_path, jaas="${KAFKA_PW}", base="${HUDI_CDC_RUN}/warehouse")
+    with pytest.raises(ConfigError) as err:
+        load_config(path, environ={})
+    message = str(err.value)
+    assert str(path) in message
+    assert "kafka.properties.sasl.jaas.config: environment variable KAFKA_PW is not set" in message
+    assert "tables.0.base_path: environment variable HUDI_CDC_RUN is not set" in message
+
+
+def test_defaults_and_escapes(tmp_path: Path) -> None:
+    path = _job_file(tmp_path, jaas="'${KAFKA_PW:-none} $${LITERAL}'", base="${RUN:-/srv}/a")
+    config = load_config(path, environ={})
+    assert config.kafka.properties["sasl.jaas.config"] == "none ${LITERAL}"
+    assert config.table("a").base_path == "/srv/a"
+
+
+NASTY = [
+    pytest.param('pa"ss\'w: #rd', id="quotes-colon-hash"),
+    pytest.param("line1\nline2: {x: [1", id="newline-flow"),
+    pytest.param("*alias &anchor !tag %dir @at `tick", id="yaml-indicators"),
+    pytest.param("}${OTHER}", id="brace-and-reference"),
+]
+
+
+@pytest.mark.parametrize("secret", NASTY)
+def test_a_value_is_taken_literally_and_never_breaks_yaml(tmp_path: Path, secret: str) -> None:
+    path = _job_file(tmp_path, jaas="${KAFKA_PW}")
+    config = load_config(path, environ={"KAFKA_PW": secret})
+    assert config.kafka.properties["sasl.jaas.config"] == secret
+
+
+@pytest.mark.parametrize("secret", NASTY)
+def test_secret_never_appears_in_an_error(tmp_path: Path, secret: str) -> None:
+    # the secret lands in fields whose errors quote their value: the table name and a hive identifier
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "kafka: {bootstrap_servers: '${PW}', max_offsets_per_trigger: '${PW}', properties: {sasl.jaas.config: '${PW}'}}\n"
+        "job: {checkpoint_dir: /c, dead_letter_path: /d, trigger_interval: '${PW}'}\n"
+        "routes: [{pattern: '${PW}', table: a}]\n"
+        "tables: [{name: '${PW}', key: [id], base_path: '/x/${PW}', hive: {database: '${PW}'}}]\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path, environ={"PW": secret})
+    message = str(err.value)
+    assert secret not in message and "${PW}" in message
+    for line in secret.splitlines():
+        assert line not in message
+
+
+def test_existing_folder_that_is_not_a_hudi_table_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "report.csv").write_text("x")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "table" / ".hoodie").mkdir(parents=True)
+    (tmp_path / "file").write_text("x")
+    for ok in ("empty", "table", "new"):
+        load_config(_job_file(tmp_path, base=str(tmp_path / ok)), environ={})
+    with pytest.raises(ConfigError, match=r"tables.0.base_path: table a: .*data holds other files \(report.csv\) and no .hoodie/"):
+        load_config(_job_file(tmp_path, base=str(tmp_path / "data")), environ={})
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        load_config(_job_file(tmp_path, base=str(tmp_path / "file")), environ={})
+    # remote schemes are checked at run start, through Hadoop's FileSystem
+    load_config(_job_file(tmp_path, base="s3a://bucket/lake/a"), environ={})

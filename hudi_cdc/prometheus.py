@@ -1,0 +1,109 @@
+"""BatchMetrics -> Prometheus counters and gauges per table, served over HTTP or written as a textfile.
+
+Fed by `stream.run`'s `on_batch` listener, never by the pipeline: a continuous job serves
+them on `job.metrics_port`; any run writes them to `job.metrics_textfile` (node_exporter's
+textfile collector) after each batch. Counters count what this process saw since it started.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    start_http_server,
+    write_to_textfile,
+)
+
+from hudi_cdc.config import Config
+from hudi_cdc.metrics import OUTCOMES, BatchMetrics
+
+_BATCH_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+
+
+class JobMetrics:
+    """The job's Prometheus metrics, in a registry of their own."""
+
+    def __init__(self, config: Config) -> None:
+        self.job = config.job.name
+        self.tables = [t.name for t in config.tables]
+        self.registry = CollectorRegistry()
+        labels = ["job", "table"]
+        self.records = Counter(
+            "hudi_cdc_records", "Kafka records consumed, by table and outcome.", [*labels, "outcome"], registry=self.registry
+        )
+        self.read = Counter("hudi_cdc_records_read", "Kafka records consumed, by table.", labels, registry=self.registry)
+        self.rows = Counter(
+            "hudi_cdc_rows_written", "Rows upserted or deleted in the table.", [*labels, "kind"], registry=self.registry
+        )
+        self.stopped = Counter(
+            "hudi_cdc_table_stopped_batches",
+            "Batches in which the table stopped (its records went to the dead-letter store).",
+            labels,
+            registry=self.registry,
+        )
+        self.unrouted = Counter(
+            "hudi_cdc_unrouted_records", "Records on topics no route maps (dead-lettered).", ["job"], registry=self.registry
+        )
+        self.batch_seconds = Histogram(
+            "hudi_cdc_batch_seconds", "Wall time of a micro-batch.", ["job"], buckets=_BATCH_BUCKETS, registry=self.registry
+        )
+        self.last_batch = Gauge(
+            "hudi_cdc_last_batch_timestamp_seconds", "When the last batch finished (Unix time).", ["job"], registry=self.registry
+        )
+        self.last_commit = Gauge(
+            "hudi_cdc_last_commit_timestamp_seconds",
+            "When the job last committed to the table (Unix time, this process).",
+            labels,
+            registry=self.registry,
+        )
+        self.hive_sync_lagging = Gauge(
+            "hudi_cdc_hive_sync_lagging",
+            "1 while the table's newest commit is not registered in the metastore.",
+            labels,
+            registry=self.registry,
+        )
+        for table in self.tables:
+            # every table is visible from the start, with zero counts
+            for outcome in OUTCOMES:
+                self.records.labels(self.job, table, outcome)
+            self.read.labels(self.job, table)
+            self.hive_sync_lagging.labels(self.job, table).set(0)
+        self.unrouted.labels(self.job)
+
+    def observe(self, batch: BatchMetrics, *, now: float | None = None) -> None:
+        """Fold one batch's counts in."""
+        now = time.time() if now is None else now
+        for t in batch.tables:
+            for outcome in OUTCOMES:
+                self.records.labels(self.job, t.table, outcome).inc(getattr(t, outcome))
+            self.read.labels(self.job, t.table).inc(t.read)
+            self.rows.labels(self.job, t.table, "upserted").inc(t.upserted_rows)
+            self.rows.labels(self.job, t.table, "deleted").inc(t.deleted_rows)
+            if t.error:
+                self.stopped.labels(self.job, t.table).inc()
+            if t.commit_time:
+                self.last_commit.labels(self.job, t.table).set(now)
+        self.unrouted.labels(self.job).inc(batch.unrouted)
+        self.batch_seconds.labels(self.job).observe(batch.seconds)
+        self.last_batch.labels(self.job).set(now)
+        for table in self.tables:
+            self.hive_sync_lagging.labels(self.job, table).set(1 if table in batch.hive_sync_lagging else 0)
+
+    def render(self) -> str:
+        """The Prometheus text exposition format."""
+        return generate_latest(self.registry).decode("utf-8")
+
+    def write_textfile(self, path: str) -> None:
+        """Write atomically (temporary file, then rename) for node_exporter's textfile collector."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_to_textfile(path, self.registry)
+
+    def serve(self, port: int) -> None:
+        """Serve /metrics on `port` from a daemon thread until the process ends."""
+        start_http_server(port, registry=self.registry)

@@ -1,0 +1,45 @@
+"""Kafka unreachable at start: one clear error within `kafka.connect_timeout`, no broker needed."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from hudi_cdc.config import KafkaSource
+from hudi_cdc.errors import KafkaUnreachableError
+from hudi_cdc.kafka_check import check_reachable
+
+pytestmark = pytest.mark.integration
+
+
+def _silent_port() -> int:
+    """A localhost port with nothing listening (bound, never listened on, so connections are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_unreachable_kafka_fails_within_the_bound() -> None:
+    kafka = KafkaSource.model_validate(
+        {
+            "bootstrap_servers": f"127.0.0.1:{_silent_port()}",
+            "connect_timeout": "3 seconds",
+            "properties": {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cr3t!";',
+                "max.poll.records": "10",
+            },
+        }
+    )
+    began = time.monotonic()
+    with pytest.raises(KafkaUnreachableError) as err:
+        check_reachable(kafka)
+    elapsed = time.monotonic() - began
+    assert elapsed < 3 + 2, f"took {elapsed:.1f}s"
+    message = str(err.value)
+    assert kafka.bootstrap_servers in message and "did not answer within 3 seconds" in message
+    assert "kafka.connect_timeout" in message and "s3cr3t!" not in message

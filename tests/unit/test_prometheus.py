@@ -1,0 +1,87 @@
+"""BatchMetrics become Prometheus counters and gauges per table; the textfile is what node_exporter reads."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hudi_cdc.config import Config, parse_config
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.metrics import BatchMetrics, TableMetrics
+from hudi_cdc.prometheus import JobMetrics
+
+
+def _config(**job: object) -> Config:
+    return parse_config(
+        {
+            "kafka": {"bootstrap_servers": "b:9092"},
+            "job": {"name": "shop", "checkpoint_dir": "/c", "dead_letter_path": "/d", **job},
+            "routes": [{"topic": "t", "table": "customers"}, {"topic": "u", "table": "orders"}],
+            "tables": [{"name": "customers", "key": ["id"], "base_path": "/a"}, {"name": "orders", "key": ["id"], "base_path": "/b"}],
+        }
+    )
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def _batch(batch_id: int, applied: int, dead_letter: int, lagging: list[str]) -> BatchMetrics:
+    table = TableMetrics(table="customers", read=applied + dead_letter, applied=applied, dead_letter=dead_letter, upserted_rows=applied, commit_time="20240101")
+    return BatchMetrics(batch_id=batch_id, tables=[table], unrouted=1, seconds=2.5, hive_sync_lagging=lagging)
+
+
+def _key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return name, tuple(sorted({"job": "shop", **labels}.items()))
+
+
+def test_batches_add_up_per_table_and_outcome() -> None:
+    metrics = JobMetrics(_config())
+    metrics.observe(_batch(0, applied=5, dead_letter=1, lagging=["customers"]), now=1000.0)
+    metrics.observe(_batch(1, applied=3, dead_letter=0, lagging=[]), now=2000.0)
+    samples = _samples(metrics.render())
+    assert samples[_key("hudi_cdc_records_total", table="customers", outcome="applied")] == 8
+    assert samples[_key("hudi_cdc_records_total", table="customers", outcome="dead_letter")] == 1
+    assert samples[_key("hudi_cdc_records_read_total", table="customers")] == 9
+    assert samples[_key("hudi_cdc_rows_written_total", table="customers", kind="upserted")] == 8
+    assert samples[_key("hudi_cdc_unrouted_records_total")] == 2
+    assert samples[_key("hudi_cdc_batch_seconds_count")] == 2
+    assert samples[_key("hudi_cdc_batch_seconds_sum")] == 5.0
+    assert samples[_key("hudi_cdc_hive_sync_lagging", table="customers")] == 0
+    assert samples[_key("hudi_cdc_last_commit_timestamp_seconds", table="customers")] == 2000.0
+    # a table with no batch yet is visible with zero counts
+    assert samples[_key("hudi_cdc_records_total", table="orders", outcome="applied")] == 0
+
+
+def test_lagging_hive_sync_is_a_gauge() -> None:
+    metrics = JobMetrics(_config())
+    metrics.observe(_batch(0, applied=1, dead_letter=0, lagging=["customers"]))
+    assert _samples(metrics.render())[_key("hudi_cdc_hive_sync_lagging", table="customers")] == 1
+
+
+def test_textfile_and_http(tmp_path: Path) -> None:
+    metrics = JobMetrics(_config())
+    metrics.observe(_batch(0, applied=2, dead_letter=0, lagging=[]))
+    textfile = tmp_path / "textfile" / "hudi_cdc.prom"
+    metrics.write_textfile(str(textfile))
+    assert 'hudi_cdc_records_total{job="shop",outcome="applied",table="customers"} 2.0' in textfile.read_text()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    metrics.serve(port)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert 'hudi_cdc_records_total{job="shop",outcome="applied",table="customers"} 2.0' in body
+
+
+def test_metrics_settings_are_validated() -> None:
+    assert _config(metrics_port=9464, metrics_textfile="/var/lib/node_exporter/hudi_cdc.prom").job.metrics_port == 9464
+    with pytest.raises(ConfigError, match=r"job\.metrics_port"):
+        _config(metrics_port=70000)
