@@ -491,6 +491,9 @@ def test_each_record_is_typed_by_its_own_schema_within_a_batch(spark: SparkSessi
         old.change("c", after={"id": 1, "qty": 5, "at": at}),
         old.change("c", after={"id": 2, "qty": 6, "at": at, "code": 7}),  # code: int32 cannot become string
         new.change("c", after={"id": 3, "qty": 2**40, "at": at, "code": "A7", "note": "n"}),
+        # the newer schema is the most used one in the batch: it decides `code`
+        new.change("c", after={"id": 4, "qty": 1, "at": at, "code": "B", "note": None}),
+        new.change("c", after={"id": 5, "qty": 1, "at": at, "code": "C", "note": None}),
     ]
     result = decode(
         kafka_rows(spark, records, topic="s.d.t"), TableConfig(name="t", key=["id"], base_path="/unused")
@@ -509,8 +512,39 @@ def test_each_record_is_typed_by_its_own_schema_within_a_batch(spark: SparkSessi
     assert "code is int in this record's schema, string in the batch" in reject["error_message"]
 
 
+def test_a_few_contradicting_records_do_not_decide_a_new_tables_types(spark: SparkSession) -> None:
+    """Issue 9: the schema most records carry types the batch; the minority is rejected, not adopted."""
+    usual = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
+        Column("id", "int32"), Column("balance", "decimal", scale=2, precision=10)])  # fmt: skip
+    odd = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
+        Column("id", "int32"), Column("balance", "string")])  # fmt: skip
+    records = [odd.change("c", after={"id": 0, "balance": "lots"})]
+    records += [usual.change("c", after={"id": i, "balance": Decimal("1.50")}) for i in range(1, 4)]
+    records += [odd.change("c", after={"id": 9, "balance": "more"})]  # the newest record is odd too
+    result = decode(kafka_rows(spark, records, topic="s.d.t"), TableConfig(name="t", key=["id"], base_path="/x"))
+    assert {f.name: f.dataType.simpleString() for f in result.schema.fields}["balance"] == "decimal(10,2)"
+    assert sorted(e["id"] for e in result.events.collect()) == [1, 2, 3]
+    assert {(r["offset"], r["error_class"]) for r in result.rejects.collect()} == {(0, "SchemaConflict"), (4, "SchemaConflict")}
+
+
 def test_binary_column_round_trips(spark: SparkSession) -> None:
     key, value = DOCS.change("c", after={"id": 1, "blob": b"\x00\xff\x10", "version": 1})
     (event,) = decode(kafka_rows(spark, [(key, value)], topic=DOCS.topic), DOCS_TABLE).events.collect()
     assert bytes(event["blob"]) == b"\x00\xff\x10"
     assert base64.b64decode(json.loads(value or b"")["payload"]["after"]["blob"]) == b"\x00\xff\x10"
+
+
+def test_postgres_changes_sharing_an_lsn_are_ordered_by_sequence_then_txid(spark: SparkSession) -> None:
+    """Spec §2: equal lsn -> source.sequence's last committed lsn, then txId, before the Kafka offset."""
+
+    def change(version: int, committed: int, tx_id: int) -> KafkaRecord:
+        key, value = DOCS.change("u", after={"id": 1, "title": f"v{version}", "version": version}, lsn=5_000)
+        envelope = json.loads(value or b"")
+        envelope["payload"]["source"].update(sequence=json.dumps([str(committed), "5000"]), txId=tx_id)
+        return key, json.dumps(envelope).encode()
+
+    # arrival (Kafka offset) order is the reverse of the source's order
+    records = [change(3, committed=4_900, tx_id=781), change(2, committed=4_900, tx_id=780), change(1, committed=4_800, tx_id=999)]
+    events = by_offset(decode(kafka_rows(spark, records, topic=DOCS.topic), DOCS_TABLE).events)
+    ordered = sorted(events.values(), key=lambda e: e["_cdc_order"])
+    assert [e["version"] for e in ordered] == [1, 2, 3]
