@@ -347,6 +347,9 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
     skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
     error_class, message = _first_error(
         [
+            # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
+            (F.encode(F.col(_JSON), "UTF-8") != F.col("value"), "MalformedJson",
+             F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
             (F.json_object_keys(F.col(_PAYLOAD)).isNull(), "MalformedJson",
              F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
             (~F.col(_HAS_ENV) & F.lit(not table.columns and table.mode == "full"), "NoSchema",
