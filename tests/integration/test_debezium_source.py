@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Message
 
+from devkit.services.connect import LocalConnect, mariadb_connector_config, start_connector_at_binlog
+from devkit.services.kafka import LocalKafka
+from devkit.services.mariadb import BinlogPosition, LocalMariaDB
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.connect import LocalConnect, mariadb_connector_config, start_connector_at_binlog
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.mariadb import BinlogPosition, LocalMariaDB
 
 pytestmark = pytest.mark.integration
 

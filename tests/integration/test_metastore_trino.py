@@ -23,8 +23,11 @@ import pytest
 import trino as trino_client
 from pyspark.sql import DataFrame, SparkSession
 
+from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.trino import LocalTrino
 from hudi_cdc.config import HiveSync, TableConfig, TableType
-from hudi_cdc.devtools.debezium import Column, DebeziumTable
 from hudi_cdc.hudi.compaction_job import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.options import (
@@ -34,9 +37,6 @@ from hudi_cdc.hudi.options import (
     write_options,
 )
 from hudi_cdc.hudi.writer import keep_history_listable
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.trino import LocalTrino
 from hudi_cdc.status import table_status
 from tests.integration.harness import Job
 

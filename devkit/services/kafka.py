@@ -20,8 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import (
+from devkit.services.process import (
     LocalService,
     ServiceProcess,
     ensure_directory_free,
@@ -30,6 +29,7 @@ from hudi_cdc.services.process import (
     port_open,
     run_dir,
 )
+from hudi_cdc.errors import ServiceError
 from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from devkit.services.process import LocalService, ServiceProcess, ensure_directory_free, free_port, run_dir
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import LocalService, ServiceProcess, ensure_directory_free, free_port, run_dir
 from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,7 @@ from typing import Any, NamedTuple
 import pymysql  # type: ignore[import-untyped]
 from pymysql.converters import escape_string  # type: ignore[import-untyped]
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import (
+from devkit.services.process import (
     LocalService,
     ServiceProcess,
     ensure_directory_free,
@@ -28,6 +27,7 @@ from hudi_cdc.services.process import (
     log_tail,
     run_dir,
 )
+from hudi_cdc.errors import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.kafka import FAST_START_JVM_OPTIONS, write_log4j2
-from hudi_cdc.services.mariadb import binlog_gtid_pos
-from hudi_cdc.services.process import (
+from devkit.services.kafka import FAST_START_JVM_OPTIONS, write_log4j2
+from devkit.services.mariadb import binlog_gtid_pos
+from devkit.services.process import (
     LocalService,
     ServiceProcess,
     ensure_directory_free,
@@ -31,6 +30,7 @@ from hudi_cdc.services.process import (
     java17_home,
     run_dir,
 )
+from hudi_cdc.errors import ServiceError
 from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)

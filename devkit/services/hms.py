@@ -19,8 +19,7 @@ from typing import BinaryIO
 
 import pyspark
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import (
+from devkit.services.process import (
     LocalService,
     ServiceProcess,
     ensure_directory_free,
@@ -29,6 +28,7 @@ from hudi_cdc.services.process import (
     port_open,
     run_dir,
 )
+from hudi_cdc.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
