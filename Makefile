@@ -24,7 +24,7 @@ install: $(VENV)/.installed jars kafka connect trino  ## venv + package + jars +
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,mysql]'
 	touch $@
 
 system-packages:  ## Debian packages the services need (Java 17, Maven)

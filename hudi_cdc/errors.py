@@ -69,5 +69,18 @@ class ServiceError(TransientError):
         super().__init__(f"{service}: {message}{tail}")
 
 
+class ConnectError(CdcError):
+    """Kafka Connect or the source database refused a `resume-binlog` step; the steps after it did not run.
+
+    `where` names the side that answered ("connect" or "source database"); `http_status` is
+    Connect's HTTP status when it answered with one.
+    """
+
+    def __init__(self, message: str, *, where: str = "connect", http_status: int | None = None) -> None:
+        self.where = where
+        self.http_status = http_status
+        super().__init__(f"{where}: {message}")
+
+
 class MetastoreSyncError(TransientError):
     """Hive sync failed after a data commit; the commit stands and the sync is retried later."""

@@ -143,7 +143,7 @@ def resume_binlog(
     import json
     from pathlib import Path
 
-    from devkit.services.connect import ConnectRest, start_connector_at_binlog
+    from hudi_cdc.connect import ConnectRest, start_connector_at_binlog
 
     config = json.loads(Path(connector_config).read_text()) if connector_config else {}
     config = config.get("config", config)
