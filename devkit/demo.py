@@ -15,10 +15,10 @@ import logging
 import os
 import shutil
 from decimal import Decimal
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from devkit import CHECKOUT, build_dir
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
@@ -28,10 +28,10 @@ from hudi_cdc.config import Config, load_config
 from hudi_cdc.hudi.compaction_job import run_compaction
 from hudi_cdc.logging_setup import configure
 from hudi_cdc.metrics import OUTCOMES, BatchMetrics
-from hudi_cdc.spark_session import build_dir, get_or_create_session
+from hudi_cdc.spark_session import get_or_create_session
 
 log = logging.getLogger("devkit.demo")
-CONFIG = Path(__file__).resolve().parents[1] / "schemas" / "demo.yaml"
+CONFIG = CHECKOUT / "schemas" / "demo.yaml"
 
 CUSTOMERS = DebeziumTable(
     server="shop",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from devkit import build_dir
 from devkit.services.hms import LocalMetastore
 from devkit.services.trino import LocalTrino
-from hudi_cdc.spark_session import build_dir
 
 DEMO_METASTORE = build_dir() / "run" / "demo" / "hms"
 

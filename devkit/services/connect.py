@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal, get_args
 
+from devkit import build_dir
 from devkit.services.kafka import FAST_START_JVM_OPTIONS, write_log4j2
 from devkit.services.process import (
     LocalService,
@@ -29,7 +30,6 @@ from devkit.services.process import (
 )
 from hudi_cdc.connect import ConnectRest
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from devkit import build_dir
 from devkit.services.process import (
     LocalService,
     ServiceProcess,
@@ -30,7 +31,6 @@ from devkit.services.process import (
     run_dir,
 )
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)
 

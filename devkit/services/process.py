@@ -21,8 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from devkit import build_dir
 from hudi_cdc.errors import ServiceError
-from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from devkit import build_dir
 from devkit.services.connect import LocalConnect
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from devkit.services.process import log_tail
 from devkit.services.trino import LocalTrino
-from hudi_cdc.spark_session import build_dir
 
 ReadTopic = Callable[..., list[Message]]
 
