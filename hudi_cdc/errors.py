@@ -59,16 +59,6 @@ class SchemaChangeError(TerminalError):
         )
 
 
-class ServiceError(TransientError):
-    """A local service (Kafka, metastore, Trino) failed to start or answer; the log tail is attached."""
-
-    def __init__(self, service: str, message: str, log_tail: str = "") -> None:
-        self.service = service
-        self.log_tail = log_tail
-        tail = f"\n--- last lines of the {service} log ---\n{log_tail}" if log_tail else ""
-        super().__init__(f"{service}: {message}{tail}")
-
-
 class ConnectError(CdcError):
     """Kafka Connect or the source database refused a `resume-binlog` step; the steps after it did not run.
 

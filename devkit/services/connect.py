@@ -22,6 +22,7 @@ from devkit import build_dir
 from devkit.services.kafka import FAST_START_JVM_OPTIONS, write_log4j2
 from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -29,7 +30,6 @@ from devkit.services.process import (
     run_dir,
 )
 from hudi_cdc.connect import ConnectRest
-from hudi_cdc.errors import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ import pyspark
 
 from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -28,7 +29,6 @@ from devkit.services.process import (
     port_open,
     run_dir,
 )
-from hudi_cdc.errors import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from confluent_kafka.cimpl import NewTopic
 from devkit import build_dir
 from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -30,7 +31,6 @@ from devkit.services.process import (
     port_open,
     run_dir,
 )
-from hudi_cdc.errors import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from pymysql.converters import escape_string  # type: ignore[import-untyped]
 
 from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -28,7 +29,6 @@ from devkit.services.process import (
     run_dir,
 )
 from hudi_cdc.connect import binlog_gtid_pos
-from hudi_cdc.errors import ServiceError
 
 log = logging.getLogger(__name__)
 

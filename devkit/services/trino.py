@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from devkit import CHECKOUT, build_dir
-from devkit.services.process import LocalService, ServiceProcess, ensure_directory_free, free_port, run_dir
-from hudi_cdc.errors import ServiceError
+from devkit.services.process import (
+    LocalService,
+    ServiceError,
+    ServiceProcess,
+    ensure_directory_free,
+    free_port,
+    run_dir,
+)
 
 log = logging.getLogger(__name__)
 
