@@ -25,7 +25,7 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.trino import LocalTrino
 from hudi_cdc import stream
 from hudi_cdc.config import Config, load_config
-from hudi_cdc.hudi.compaction_job import run_compaction
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.logging_setup import configure
 from hudi_cdc.metrics import OUTCOMES, BatchMetrics
 from hudi_cdc.spark_session import get_or_create_session

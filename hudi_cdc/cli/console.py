@@ -76,8 +76,8 @@ def validate(config_path: str) -> None:
 def status(config_path: str, as_json: bool) -> None:
     """Per table: last commit, what it applied through, compaction and file statistics."""
     from hudi_cdc.hudi.hive_sync import read_state, state_path
+    from hudi_cdc.hudi.status import table_status
     from hudi_cdc.spark_session import get_or_create_session
-    from hudi_cdc.status import table_status
 
     config = load_config(config_path)
     spark = get_or_create_session(app_name=f"{config.job.name}-status")
@@ -91,7 +91,7 @@ def status(config_path: str, as_json: bool) -> None:
 @catch_errors
 def compact(config_path: str, tables: tuple[str, ...]) -> None:
     """Run pending (and schedule due) compactions of merge-on-read tables, off the ingestion path."""
-    from hudi_cdc.hudi.compaction_job import run_compaction
+    from hudi_cdc.hudi.compactor import run_compaction
     from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)

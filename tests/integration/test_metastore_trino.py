@@ -28,7 +28,7 @@ from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.trino import LocalTrino
 from hudi_cdc.config import HiveSync, TableConfig, TableType
-from hudi_cdc.hudi.compaction_job import run_compaction
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.options import (
     CLEANER_COMMITS_RETAINED,
@@ -36,8 +36,8 @@ from hudi_cdc.hudi.options import (
     KEEP_MIN_COMMITS,
     write_options,
 )
+from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.writer import keep_history_listable
-from hudi_cdc.status import table_status
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

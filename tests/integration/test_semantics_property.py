@@ -22,7 +22,7 @@ from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.trino import LocalTrino
-from hudi_cdc.hudi.compaction_job import run_compaction
+from hudi_cdc.hudi.compactor import run_compaction
 from tests.integration.harness import Job
 from tests.reference_model import Event, ReferenceTable
 
