@@ -25,6 +25,7 @@ from hudi_cdc.events import COLUMN_ORDERS, DELETED, OP, ORDER, SOURCE, TS_MS, Op
 from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.hive_sync import MetastoreSync
 from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write, stored_columns
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.offsets import batch_positions, commit_metadata
@@ -103,7 +104,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         if metrics.dead_letter:
             _dead_letter(rejects, ctx)
 
-        stored = writer.read_table(spark, table.base_path)
+        stored = read_table(spark, table.base_path)
         try:
             schema = check(decoded.schema, _data_schema(stored, table), table)
         except SchemaChangeError as exc:

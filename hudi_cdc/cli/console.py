@@ -82,7 +82,7 @@ def status(config_path: str, as_json: bool) -> None:
     config = load_config(config_path)
     spark = get_or_create_session(app_name=f"{config.job.name}-status")
     sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
-    output_for(as_json).table("tables", [table_status(spark, t, sync) for t in config.tables])
+    output_for(as_json).table("tables", [table_status(spark, t, sync).as_row() for t in config.tables])
 
 
 @cli.command()

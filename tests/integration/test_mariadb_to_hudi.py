@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from devkit.services.connect import LocalConnect, mariadb_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
-from hudi_cdc.hudi.writer import table_exists
+from hudi_cdc.hudi.table import table_exists
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
