@@ -29,21 +29,6 @@ class ConfigError(TerminalError):
         super().__init__(f"invalid configuration in {path}:\n{lines}\nFix the file and start again.")
 
 
-class RecordError(CdcError):
-    """One Kafka record could not be used; it goes to the dead-letter store."""
-
-    def __init__(
-        self, message: str, *, table: str | None, topic: str, partition: int, offset: int
-    ) -> None:
-        self.table = table
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        where = f"{topic}[{partition}]@{offset}"
-        target = f" for table {table}" if table else ""
-        super().__init__(f"{where}{target}: {message}")
-
-
 class SchemaChangeError(TerminalError):
     """An incompatible source schema change: the table stops before writing."""
 
@@ -71,6 +56,3 @@ class ConnectError(CdcError):
         self.http_status = http_status
         super().__init__(f"{where}: {message}")
 
-
-class MetastoreSyncError(TransientError):
-    """Hive sync failed after a data commit; the commit stands and the sync is retried later."""

@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -29,11 +29,10 @@ from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write, stored_columns
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.offsets import batch_positions, commit_metadata
+from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
 
 log = logging.getLogger(__name__)
-
-TABLE_COLUMN = "__table"
 
 
 @dataclass(frozen=True)
@@ -44,15 +43,6 @@ class BatchContext:
     batch_id: int
     metastore: MetastoreSync | None = None
     """Keeps Hive registrations current across batches; None when no metastore is configured."""
-
-
-def route(raw: DataFrame, config: Config) -> DataFrame:
-    """Tag each Kafka record with its table (first matching route), NULL when none matches."""
-    table: Column = F.lit(None).cast("string")
-    for r in reversed(config.routes):
-        matches = F.col("topic") == r.topic if r.topic is not None else F.col("topic").rlike(f"^(?:{r.pattern})$")
-        table = F.when(matches, F.lit(r.table)).otherwise(table)
-    return raw.withColumn(TABLE_COLUMN, table)
 
 
 def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
