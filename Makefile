@@ -24,7 +24,7 @@ install: $(VENV)/.installed jars kafka connect trino  ## venv + package + jars +
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,mysql]'
 	touch $@
 
 system-packages:  ## Debian packages the services need (Java 17, Maven)
@@ -65,10 +65,10 @@ $(BUILD)/trino/.fetched: infra/trino/VERSION | system-packages
 	touch $@
 
 sql: install  ## query the demo's tables with Trino: make sql Q="select * from shop.customers"
-	$(PY) -m hudi_cdc.devtools.sql "$(Q)"
+	$(PY) -m devkit.sql "$(Q)"
 
 demo: install  ## start local Kafka, produce a Debezium stream, ingest it into Hudi, print the tables
-	$(PY) -m hudi_cdc.demo
+	$(PY) -m devkit.demo
 
 test: install  ## everything CI runs: unit + integration on real services
 	$(PY) -m pytest -q tests
@@ -80,14 +80,14 @@ test-integration: install  ## tests that start Kafka, Spark+Hudi, HMS, Trino
 	$(PY) -m pytest -q -m integration tests
 
 lint: $(VENV)/.installed  ## ruff + mypy strict
-	$(VENV)/bin/ruff check hudi_cdc jobs tests
+	$(VENV)/bin/ruff check hudi_cdc devkit jobs tests
 	$(VENV)/bin/mypy
 
 test-deep: install  ## long property-based runs (HYPOTHESIS_PROFILE=deep)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q tests/unit/test_collapse.py tests/integration/test_semantics_property.py
 
 bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory
-	$(PY) -m hudi_cdc.devtools.bench $(BENCH_ARGS)
+	$(PY) -m devkit.bench $(BENCH_ARGS)
 
 clean:  ## remove build outputs (keeps the venv)
 	rm -rf $(BUILD)/run $(BUILD)/logs

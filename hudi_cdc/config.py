@@ -153,12 +153,6 @@ class Route(_Frozen):
                 raise ValueError("; ".join(problems))
         return self
 
-    def matches(self, topic: str) -> bool:
-        if self.topic is not None:
-            return topic == self.topic
-        assert self.pattern is not None
-        return re.fullmatch(self.pattern, topic) is not None
-
 
 class JobConfig(_Frozen):
     """The ingestion job as a whole."""
@@ -203,16 +197,6 @@ class Config(_Frozen):
 
     def table(self, name: str) -> TableConfig:
         return next(t for t in self.tables if t.name == name)
-
-    def table_for_topic(self, topic: str) -> TableConfig | None:
-        """The table a topic feeds (first matching route), or None if no route matches."""
-        for route in self.routes:
-            if route.matches(topic):
-                return self.table(route.table)
-        return None
-
-    def exact_topics(self) -> list[str]:
-        return [r.topic for r in self.routes if r.topic is not None]
 
     def topic_pattern(self) -> str:
         """One regex covering every route, for Kafka's `subscribePattern`."""

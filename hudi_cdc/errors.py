@@ -29,21 +29,6 @@ class ConfigError(TerminalError):
         super().__init__(f"invalid configuration in {path}:\n{lines}\nFix the file and start again.")
 
 
-class RecordError(CdcError):
-    """One Kafka record could not be used; it goes to the dead-letter store."""
-
-    def __init__(
-        self, message: str, *, table: str | None, topic: str, partition: int, offset: int
-    ) -> None:
-        self.table = table
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        where = f"{topic}[{partition}]@{offset}"
-        target = f" for table {table}" if table else ""
-        super().__init__(f"{where}{target}: {message}")
-
-
 class SchemaChangeError(TerminalError):
     """An incompatible source schema change: the table stops before writing."""
 
@@ -59,19 +44,17 @@ class SchemaChangeError(TerminalError):
         )
 
 
-class ServiceError(TransientError):
-    """A local service (Kafka, metastore, Trino) failed to start or answer; the log tail is attached."""
+class ConnectError(CdcError):
+    """Kafka Connect or the source database refused a `resume-binlog` step; the steps after it did not run.
 
-    def __init__(self, service: str, message: str, log_tail: str = "") -> None:
-        self.service = service
-        self.log_tail = log_tail
-        tail = f"\n--- last lines of the {service} log ---\n{log_tail}" if log_tail else ""
-        super().__init__(f"{service}: {message}{tail}")
+    `where` names the side that answered ("connect" or "source database"); `http_status` is
+    Connect's HTTP status when it answered with one.
+    """
 
-
-class MetastoreSyncError(TransientError):
-    """Hive sync failed after a data commit; the commit stands and the sync is retried later."""
-
+    def __init__(self, message: str, *, where: str = "connect", http_status: int | None = None) -> None:
+        self.where = where
+        self.http_status = http_status
+        super().__init__(f"{where}: {message}")
 
 class KafkaUnreachableError(TransientError):
     """The Kafka brokers did not answer at run start, within `kafka.connect_timeout`."""

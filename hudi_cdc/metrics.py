@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from hudi_cdc.events import Outcome
 
@@ -75,9 +75,6 @@ class BatchMetrics:
     @property
     def read(self) -> int:
         return self.unrouted + sum(t.read for t in self.tables)
-
-    def as_dict(self) -> dict[str, object]:
-        return {**asdict(self), "read": self.read}
 
     def log(self) -> None:
         """One INFO line per table, WARNING when the counts do not add up or a table stopped."""

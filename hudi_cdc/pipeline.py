@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_cdc import dead_letter
@@ -25,15 +25,16 @@ from hudi_cdc.events import OP, ORDER, SOURCE, TS_MS, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.hive_sync import MetastoreSync
 from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.offsets import TRUNCATE_KEY, batch_positions, commit_metadata
+from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
 from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
 
 log = logging.getLogger(__name__)
 
-TABLE_COLUMN = "__table"
 MAX_ISOLATED_RECORDS = 20
 """Records a table may lose to failure isolation in one batch before the job stops instead."""
 
@@ -46,15 +47,6 @@ class BatchContext:
     batch_id: int
     metastore: MetastoreSync | None = None
     """Keeps Hive registrations current across batches; None when no metastore is configured."""
-
-
-def route(raw: DataFrame, config: Config) -> DataFrame:
-    """Tag each Kafka record with its table (first matching route), NULL when none matches."""
-    table: Column = F.lit(None).cast("string")
-    for r in reversed(config.routes):
-        matches = F.col("topic") == r.topic if r.topic is not None else F.col("topic").rlike(f"^(?:{r.pattern})$")
-        table = F.when(matches, F.lit(r.table)).otherwise(table)
-    return raw.withColumn(TABLE_COLUMN, table)
 
 
 def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
@@ -178,7 +170,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
     metrics = TableMetrics(table=table.name, read=read)
     spark = records.sparkSession
-    stored = writer.read_table(spark, table.base_path)
+    stored = read_table(spark, table.base_path)
     decoded = decode(records, table).cached()
     folded: DataFrame | None = None
     try:

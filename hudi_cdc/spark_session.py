@@ -19,14 +19,20 @@ _HUDI_SESSION_CONF = {
 }
 
 
-def build_dir() -> Path:
-    """The git-ignored folder the Makefile fills (jars, services, runs)."""
-    return Path(os.environ.get("HUDI_CDC_BUILD", Path(__file__).resolve().parents[1] / "build"))
+BUILD_ENV = "HUDI_CDC_BUILD"
+"""Names the folder `make` fills (jars/, run/); the Makefile and devkit/ set it, a cluster does not."""
+
+
+def build_dir() -> Path | None:
+    """The folder named by $HUDI_CDC_BUILD, or None (an installed package knows no checkout)."""
+    value = os.environ.get(BUILD_ENV)
+    return Path(value) if value else None
 
 
 def local_jars() -> list[str]:
-    """Jars fetched by `make jars`, for local runs (on a cluster pass them with --jars instead)."""
-    return sorted(str(p) for p in (build_dir() / "jars").glob("*.jar"))
+    """Jars fetched by `make jars` into $HUDI_CDC_BUILD/jars; none without it (spark-submit passes --jars)."""
+    build = build_dir()
+    return sorted(str(p) for p in (build / "jars").glob("*.jar")) if build is not None else []
 
 
 def get_or_create_session(
@@ -38,7 +44,7 @@ def get_or_create_session(
     """Return the active SparkSession, or create one wired for Hudi.
 
     Under spark-submit the master and jars come from the submit command; locally the
-    jars fetched by the Makefile are added and the master defaults to local[2].
+    jars in $HUDI_CDC_BUILD/jars are added (if set) and the master defaults to local[2].
     """
     builder = SparkSession.builder.appName(app_name)
     for key, value in _HUDI_SESSION_CONF.items():
@@ -56,8 +62,10 @@ def get_or_create_session(
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", "2g")
-            .config("spark.sql.warehouse.dir", str(build_dir() / "run" / "spark-warehouse"))
         )
+        build = build_dir()
+        if build is not None:
+            builder = builder.config("spark.sql.warehouse.dir", str(build / "run" / "spark-warehouse"))
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hudi_cdc.config import load_config
-from hudi_cdc.hudi.compaction_job import run_compaction
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.logging_setup import configure
 from hudi_cdc.spark_session import get_or_create_session
 

@@ -9,6 +9,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from pyspark.sql import SparkSession
 
+# the workbench points hudi_cdc at the checkout's build/ (jars) unless HUDI_CDC_BUILD is set
+import devkit  # noqa: F401
+
 # `make test` keeps example counts small; `make test-deep` sets HYPOTHESIS_PROFILE=deep.
 settings.register_profile(
     "ci", max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

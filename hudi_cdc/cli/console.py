@@ -80,13 +80,13 @@ def validate(config_path: str) -> None:
 def status(config_path: str, as_json: bool) -> None:
     """Per table: last commit, what it applied through, compaction and file statistics."""
     from hudi_cdc.hudi.hive_sync import read_state, state_path
+    from hudi_cdc.hudi.status import table_status
     from hudi_cdc.spark_session import get_or_create_session
-    from hudi_cdc.status import table_status
 
     config = load_config(config_path)
     spark = get_or_create_session(app_name=f"{config.job.name}-status")
     sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
-    output_for(as_json).table("tables", [table_status(spark, t, sync) for t in config.tables])
+    output_for(as_json).table("tables", [table_status(spark, t, sync).as_row() for t in config.tables])
 
 
 @cli.command()
@@ -95,7 +95,7 @@ def status(config_path: str, as_json: bool) -> None:
 @catch_errors
 def compact(config_path: str, tables: tuple[str, ...]) -> None:
     """Run pending (and schedule due) compactions of merge-on-read tables, off the ingestion path."""
-    from hudi_cdc.hudi.compaction_job import run_compaction
+    from hudi_cdc.hudi.compactor import run_compaction
     from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)
@@ -312,7 +312,7 @@ def resume_binlog(
     import json
     from pathlib import Path
 
-    from hudi_cdc.services.connect import ConnectRest, start_connector_at_binlog
+    from hudi_cdc.connect import ConnectRest, start_connector_at_binlog
 
     config = json.loads(Path(connector_config).read_text()) if connector_config else {}
     config = config.get("config", config)

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig, TableType
-from hudi_cdc.hudi.writer import table_exists
+from hudi_cdc.hudi import fs
+from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class MetastoreSync:
     def _save(self, spark: SparkSession) -> None:
         if self.state_path is None:
             return
-        write_text(spark, self.state_path, json.dumps({k: asdict(v) for k, v in self.states.items()}, indent=2))
+        fs.write_text(spark, self.state_path, json.dumps({k: asdict(v) for k, v in self.states.items()}, indent=2))
 
 
 def state_path(checkpoint_dir: str) -> str:
@@ -216,32 +217,10 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    """Write a small text file through Hadoop's FileSystem (local, HDFS, S3 alike)."""
-    gateway = jvm(spark)
-    target = gateway.org.apache.hadoop.fs.Path(path)
-    fs = target.getFileSystem(hadoop_conf(spark))
-    stream = fs.create(target, True)
-    try:
-        stream.write(bytearray(text.encode()))
-    finally:
-        stream.close()
-
-
 def read_state(spark: SparkSession, path: str) -> dict[str, Any]:
     """The sync state file written by a running job, or {} if there is none."""
-    gateway = jvm(spark)
-    target = gateway.org.apache.hadoop.fs.Path(path)
-    fs = target.getFileSystem(hadoop_conf(spark))
-    if not fs.exists(target):
+    text = fs.read_text(spark, path)
+    if text is None:
         return {}
-    stream = fs.open(target)
-    try:
-        reader = gateway.java.io.BufferedReader(gateway.java.io.InputStreamReader(stream))
-        lines = []
-        while (line := reader.readLine()) is not None:
-            lines.append(line)
-    finally:
-        stream.close()
-    data: dict[str, Any] = json.loads("\n".join(lines))
+    data: dict[str, Any] = json.loads(text)
     return data

@@ -1,4 +1,4 @@
-"""Folded rows + options -> one Hudi commit per table and batch."""
+"""Folded rows + options -> one Hudi commit per table and batch (reading a table is `hudi/table.py`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from hudi_cdc.events import HOODIE_IS_DELETED
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.hudi import fs
+from hudi_cdc.hudi.table import latest_commit
 
 log = logging.getLogger(__name__)
 
@@ -26,28 +26,6 @@ class WriteResult:
     """Instant of the commit, None when there was nothing to write."""
 
 
-def _hadoop_fs(spark: SparkSession, base_path: str):  # type: ignore[no-untyped-def]
-    gateway = jvm(spark)
-    path = gateway.org.apache.hadoop.fs.Path(base_path)
-    return path.getFileSystem(hadoop_conf(spark)), path
-
-
-def table_exists(spark: SparkSession, base_path: str) -> bool:
-    """Whether a Hudi table has been created at `base_path` (any Hadoop file system)."""
-    fs, path = _hadoop_fs(spark, base_path)
-    return bool(fs.exists(jvm(spark).org.apache.hadoop.fs.Path(path, ".hoodie")))
-
-
-def latest_commit(spark: SparkSession, base_path: str) -> str | None:
-    """The newest completed commit/deltacommit instant, or None for no table."""
-    if not table_exists(spark, base_path):
-        return None
-    fs, _ = _hadoop_fs(spark, base_path)
-    helpers = jvm(spark).org.apache.hudi.HoodieDataSourceHelpers
-    instant = helpers.latestCommit(fs, base_path)
-    return str(instant) if instant else None
-
-
 HISTORY_KEEP_FILE = ".hoodie/timeline/history/_hudi_cdc_keep"
 
 
@@ -58,25 +36,7 @@ def keep_history_listable(spark: SparkSession, base_path: str) -> None:
     archived commit timeline" when it is empty, because its file systems have no empty folders.
     Hudi itself only reads the LSM files it wrote there.
     """
-    gateway = jvm(spark)
-    marker = gateway.org.apache.hadoop.fs.Path(base_path.rstrip("/") + "/" + HISTORY_KEEP_FILE)
-    fs = marker.getFileSystem(hadoop_conf(spark))
-    if not fs.exists(marker):
-        fs.create(marker, False).close()
-
-
-def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
-    """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table."""
-    if not table_exists(spark, base_path):
-        return None
-    df = spark.read.format("hudi").load(base_path)
-    return df.drop(*[c for c in df.columns if c.startswith("_hoodie_")])
-
-
-def table_schema(spark: SparkSession, base_path: str) -> StructType | None:
-    """The stored table's columns (no Hudi meta columns), or None for no table."""
-    df = read_table(spark, base_path)
-    return df.schema if df is not None else None
+    fs.touch(spark, base_path.rstrip("/") + "/" + HISTORY_KEEP_FILE)
 
 
 def write(

@@ -1,6 +1,6 @@
 """Real services for integration tests: one Kafka, MariaDB and Connect worker per session.
 
-Each is started by the same hudi_cdc.services module the demo uses, on free ports, with its
+Each is started by the same devkit.services module the demo uses, on free ports, with its
 files under build/run/<service>/. When an integration test fails, the tails of the service
 logs written during this session are attached to its report.
 """
@@ -15,13 +15,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from hudi_cdc.services.connect import LocalConnect
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.mariadb import LocalMariaDB
-from hudi_cdc.services.process import log_tail
-from hudi_cdc.services.trino import LocalTrino
-from hudi_cdc.spark_session import build_dir
+from devkit import build_dir
+from devkit.services.connect import LocalConnect
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.mariadb import LocalMariaDB
+from devkit.services.process import log_tail
+from devkit.services.trino import LocalTrino
 
 ReadTopic = Callable[..., list[Message]]
 

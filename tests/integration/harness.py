@@ -12,11 +12,11 @@ import pyarrow as pa
 from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
 
+from devkit.debezium import KafkaRecord
+from devkit.services.kafka import LocalKafka
 from hudi_cdc import stream
 from hudi_cdc.config import Config, parse_config
-from hudi_cdc.devtools.debezium import KafkaRecord
 from hudi_cdc.metrics import BatchMetrics
-from hudi_cdc.services.kafka import LocalKafka
 
 META = ("_hoodie_", "_cdc_ingested_at", "_cdc_column_orders")
 

@@ -18,9 +18,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
+from devkit.services.kafka import LocalKafka
 from hudi_cdc import pipeline
-from hudi_cdc.devtools.debezium import Column, DebeziumTable, KafkaRecord
-from hudi_cdc.services.kafka import LocalKafka
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Message
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.connect import LocalConnect, mariadb_connector_config, start_connector_at_binlog
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.mariadb import BinlogPosition, LocalMariaDB
+from devkit.services.connect import LocalConnect, mariadb_connector_config
+from devkit.services.kafka import LocalKafka
+from devkit.services.mariadb import BinlogPosition, LocalMariaDB
+from hudi_cdc.connect import start_connector_at_binlog
+from hudi_cdc.errors import ConnectError
 
 pytestmark = pytest.mark.integration
 
@@ -147,7 +148,7 @@ def test_a_position_that_is_not_an_event_boundary_is_rejected_before_any_connect
     source.run("INSERT INTO {t} VALUES (1, 'row', NULL)")
     recorded = source.mariadb.master_status()
 
-    with pytest.raises(ServiceError, match="not an event boundary"):
+    with pytest.raises(ConnectError, match="not an event boundary"):
         start_connector_at_binlog(
             connect, source.connector, source.config, binlog_file=recorded.file, binlog_pos=recorded.pos - 3
         )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Message
 
-from hudi_cdc.services.kafka import LocalKafka
+from devkit.services.kafka import LocalKafka
 
 ReadTopic = Callable[..., list[Message]]
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.hudi.writer import table_exists
-from hudi_cdc.services.connect import LocalConnect, mariadb_connector_config
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.mariadb import LocalMariaDB
+from devkit.services.connect import LocalConnect, mariadb_connector_config
+from devkit.services.kafka import LocalKafka
+from devkit.services.mariadb import LocalMariaDB
+from hudi_cdc.hudi.table import table_exists
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

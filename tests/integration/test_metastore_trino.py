@@ -23,9 +23,12 @@ import pytest
 import trino as trino_client
 from pyspark.sql import DataFrame, SparkSession
 
+from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.trino import LocalTrino
 from hudi_cdc.config import HiveSync, TableConfig, TableType
-from hudi_cdc.devtools.debezium import Column, DebeziumTable
-from hudi_cdc.hudi.compaction_job import run_compaction
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.options import (
     CLEANER_COMMITS_RETAINED,
@@ -33,11 +36,8 @@ from hudi_cdc.hudi.options import (
     KEEP_MIN_COMMITS,
     write_options,
 )
+from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.writer import keep_history_listable
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.trino import LocalTrino
-from hudi_cdc.status import table_status
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -89,8 +89,8 @@ def test_trino_answers_match_spark_for_cow_and_mor(
     # Trino reads MOR through the read-optimized view: the update is in a log file until compaction
     assert trino.query(f"select total from {db}.orders_ro where order_id = 11") == [(Decimal("10.00"),)]
     assert {r["total"] for r in job.rows_spark("orders") if r["order_id"] == 11} == {Decimal("99.99")}
-    status = {s["table"]: s for s in (table_status(spark, t) for t in job.config.tables)}
-    assert status["orders"]["pending_compactions"] >= 0 and status["accounts"]["last_commit"]
+    status = {s.table: s for s in (table_status(spark, t) for t in job.config.tables)}
+    assert status["orders"].pending_compactions >= 0 and status["accounts"].last_commit
     compacted = run_compaction(spark, job.config.table("orders"), force=True)
     assert compacted["compacted"] != "-"
     assert trino.query(f"select total from {db}.orders_ro where order_id = 11") == [(Decimal("99.99"),)]

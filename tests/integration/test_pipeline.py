@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.devtools.debezium import Column, DebeziumTable
-from hudi_cdc.services.kafka import LocalKafka
+from devkit.debezium import Column, DebeziumTable
+from devkit.services.kafka import LocalKafka
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

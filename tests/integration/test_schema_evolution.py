@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.devtools.debezium import Column, DebeziumTable
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.trino import LocalTrino
+from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.trino import LocalTrino
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from hudi_cdc.devtools.debezium import Column, DebeziumTable
-from hudi_cdc.hudi.compaction_job import run_compaction
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.trino import LocalTrino
+from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.trino import LocalTrino
+from hudi_cdc.hudi.compactor import run_compaction
 from tests.integration.harness import Job
 from tests.reference_model import Event, ReferenceTable
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from devkit.debezium import encode_decimal
 from hudi_cdc.config import TableConfig
 from hudi_cdc.debezium_types import column_type
 from hudi_cdc.decode import decode
-from hudi_cdc.devtools.debezium import encode_decimal
 from tests.unit.test_decode import by_offset, kafka_rows
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"

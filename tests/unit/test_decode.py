@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from devkit.debezium import Column, DebeziumTable, KafkaRecord, patch_message
 from hudi_cdc.config import TableConfig
 from hudi_cdc.decode import TOAST_PLACEHOLDER, DecodeResult, decode
-from hudi_cdc.devtools.debezium import Column, DebeziumTable, KafkaRecord, patch_message
 from hudi_cdc.events import PRESENT, binlog_order, column_order, lsn_order, ts_order
 
 TOPIC = "dbserver1.inventory.customers"

@@ -15,14 +15,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import LocalService, ServiceProcess, ensure_directory_free, free_port, run_dir
-from hudi_cdc.spark_session import build_dir
+from devkit import CHECKOUT, build_dir
+from devkit.services.process import (
+    LocalService,
+    ServiceError,
+    ServiceProcess,
+    ensure_directory_free,
+    free_port,
+    run_dir,
+)
 
 log = logging.getLogger(__name__)
 
 SERVICE = "trino"
-VERSION_FILE = Path(__file__).resolve().parents[2] / "infra" / "trino" / "VERSION"
+VERSION_FILE = CHECKOUT / "infra" / "trino" / "VERSION"
 _JVM_CONFIG = """-server
 -Xmx{heap}
 -XX:+UseG1GC

@@ -20,9 +20,10 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import (
+from devkit import build_dir
+from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,
@@ -30,7 +31,6 @@ from hudi_cdc.services.process import (
     port_open,
     run_dir,
 )
-from hudi_cdc.spark_session import build_dir
 
 log = logging.getLogger(__name__)
 

@@ -19,15 +19,16 @@ from typing import Any, NamedTuple
 import pymysql  # type: ignore[import-untyped]
 from pymysql.converters import escape_string  # type: ignore[import-untyped]
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import (
+from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,
     log_tail,
     run_dir,
 )
+from hudi_cdc.connect import binlog_gtid_pos
 
 log = logging.getLogger(__name__)
 
@@ -43,33 +44,6 @@ class BinlogPosition(NamedTuple):
 
     file: str
     pos: int
-
-
-def binlog_gtid_pos(
-    *, host: str, port: int, user: str, password: str, binlog_file: str, binlog_pos: int
-) -> str:
-    """The MariaDB GTID state at a binlog file + position (`BINLOG_GTID_POS`), e.g. `0-223344-9`.
-
-    '' when no transaction precedes the position. Raises ServiceError when the position is not
-    an event boundary of an existing binlog file (the server returns NULL).
-    """
-    try:
-        conn = pymysql.connect(host=host, port=port, user=user, password=password, connect_timeout=10)
-    except pymysql.Error as exc:
-        raise ServiceError(SERVICE, f"cannot connect to {host}:{port} as {user}: {exc}") from exc
-    try:
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (binlog_file, binlog_pos))
-            row = cursor.fetchone()
-    finally:
-        conn.close()
-    if row is None or row[0] is None:
-        raise ServiceError(
-            SERVICE,
-            f"{binlog_file}:{binlog_pos} is not an event boundary of a binlog on {host}:{port} "
-            "(use a `SHOW MASTER STATUS` position or an end_log_pos from mariadb-binlog)",
-        )
-    return str(row[0])
 
 
 def _binary(name: str) -> str:

@@ -19,9 +19,9 @@ from typing import BinaryIO
 
 import pyspark
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.process import (
+from devkit.services.process import (
     LocalService,
+    ServiceError,
     ServiceProcess,
     ensure_directory_free,
     free_port,

@@ -1,16 +1,16 @@
 """`make sql`: query the demo's synced tables with the local Trino (its metastore is kept by `make demo`).
 
-    python -m hudi_cdc.devtools.sql "select * from shop.customers"
-    python -m hudi_cdc.devtools.sql            # reads one statement per line from stdin
+    python -m devkit.sql "select * from shop.customers"
+    python -m devkit.sql            # reads one statement per line from stdin
 """
 
 from __future__ import annotations
 
 import sys
 
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.trino import LocalTrino
-from hudi_cdc.spark_session import build_dir
+from devkit import build_dir
+from devkit.services.hms import LocalMetastore
+from devkit.services.trino import LocalTrino
 
 DEMO_METASTORE = build_dir() / "run" / "demo" / "hms"
 

@@ -21,10 +21,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.spark_session import build_dir
+from devkit import build_dir
+from hudi_cdc.errors import TransientError
 
 log = logging.getLogger(__name__)
+
+
+class ServiceError(TransientError):
+    """A local service (Kafka, metastore, Trino) failed to start or answer; the log tail is attached."""
+
+    def __init__(self, service: str, message: str, log_tail: str = "") -> None:
+        self.service = service
+        self.log_tail = log_tail
+        tail = f"\n--- last lines of the {service} log ---\n{log_tail}" if log_tail else ""
+        super().__init__(f"{service}: {message}{tail}")
+
 
 Probe = Callable[[], bool]
 

@@ -1,4 +1,4 @@
-"""`hudi-cdc compact`: run pending compactions and schedule due ones, off the ingestion path."""
+"""Run the compactions of a merge-on-read table off the ingestion path (`hudi-cdc compact`, jobs/compact.py)."""
 
 from __future__ import annotations
 

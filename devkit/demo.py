@@ -15,23 +15,23 @@ import logging
 import os
 import shutil
 from decimal import Decimal
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from devkit import CHECKOUT, build_dir
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.trino import LocalTrino
 from hudi_cdc import stream
 from hudi_cdc.config import Config, load_config
-from hudi_cdc.devtools.debezium import Column, DebeziumTable, KafkaRecord
-from hudi_cdc.hudi.compaction_job import run_compaction
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.logging_setup import configure
 from hudi_cdc.metrics import OUTCOMES, BatchMetrics
-from hudi_cdc.services.hms import LocalMetastore
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.services.trino import LocalTrino
-from hudi_cdc.spark_session import build_dir, get_or_create_session
+from hudi_cdc.spark_session import get_or_create_session
 
-log = logging.getLogger("hudi_cdc.demo")
-CONFIG = Path(__file__).resolve().parents[1] / "schemas" / "demo.yaml"
+log = logging.getLogger("devkit.demo")
+CONFIG = CHECKOUT / "schemas" / "demo.yaml"
 
 CUSTOMERS = DebeziumTable(
     server="shop",

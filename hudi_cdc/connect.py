@@ -1,47 +1,27 @@
-"""Kafka Connect (one distributed worker) with the Debezium MariaDB connector, and its REST API.
+"""Start a Debezium MySQL/MariaDB connector at an explicit binlog position (`hudi-cdc resume-binlog`).
 
-`LocalConnect` runs the worker from `make connect` (build/connect/libs + build/connect/plugins,
-pinned in infra/connect/pom.xml) on Java 17 and a free 127.0.0.1 REST port; files live in
-build/run/connect/. `ConnectRest` is the REST client alone, usable against any Connect cluster.
-`mariadb_connector_config` builds a Debezium config; `start_connector_at_binlog` starts
-(or moves) a connector to an explicit binlog file + position (KIP-875 offsets API).
+`ConnectRest` is a client of Kafka Connect's REST API (connectors, status, KIP-875 offsets),
+usable against any Connect cluster. `start_connector_at_binlog` moves a connector to a binlog
+file + position; `binlog_gtid_pos` looks up the MariaDB GTID state there on the source, with
+PyMySQL (the `mysql` extra: `pip install 'hudi-cdc[mysql]'`), imported only for that lookup.
+Every failure is a `ConnectError`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, Literal, get_args
 
-from hudi_cdc.errors import ServiceError
-from hudi_cdc.services.kafka import FAST_START_JVM_OPTIONS, write_log4j2
-from hudi_cdc.services.mariadb import binlog_gtid_pos
-from hudi_cdc.services.process import (
-    LocalService,
-    ServiceProcess,
-    ensure_directory_free,
-    free_port,
-    java17_home,
-    run_dir,
-)
-from hudi_cdc.spark_session import build_dir
+from hudi_cdc.errors import ConnectError
 
 log = logging.getLogger(__name__)
 
-SERVICE = "connect"
-MARIADB_CONNECTOR_CLASS = "io.debezium.connector.mariadb.MariaDbConnector"
-JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 InitialState = Literal["RUNNING", "PAUSED", "STOPPED"]
-SnapshotMode = Literal[
-    "initial", "initial_only", "no_data", "recovery", "when_needed", "always", "never", "configuration_based"
-]
 # Connect answers 409 while the worker group rebalances (e.g. right after start); retry those.
 _REBALANCE_RETRY_SECONDS = 30.0
 
@@ -110,7 +90,7 @@ class ConnectRest:
 
         With `settle`, keep watching that many seconds more: a task reports RUNNING before
         Debezium connects to the binlog, so early failures show only a moment later.
-        Raises ServiceError at once when the connector or a task FAILED (with its trace).
+        Raises ConnectError at once when the connector or a task FAILED (with its trace).
         """
         deadline = time.monotonic() + timeout
         status: dict[str, Any] = {}
@@ -118,15 +98,15 @@ class ConnectRest:
         while True:
             try:
                 status = self.status(name)
-            except ServiceError as exc:
-                if "404" not in str(exc):  # not yet known to the herder
+            except ConnectError as exc:
+                if exc.http_status != 404:  # 404: not yet known to the herder
                     raise
             if status:
                 failed = [
                     s for s in [status["connector"], *status.get("tasks", [])] if s["state"] == "FAILED"
                 ]
                 if failed:
-                    raise ServiceError(SERVICE, f"connector {name} failed:\n{failed[0].get('trace', '')}")
+                    raise ConnectError(f"connector {name} failed:\n{failed[0].get('trace', '')}")
                 tasks = status.get("tasks", [])
                 if status["connector"]["state"] == state and (
                     state != "RUNNING" or (tasks and all(t["state"] == "RUNNING" for t in tasks))
@@ -137,7 +117,7 @@ class ConnectRest:
                 else:
                     reached = None
             if time.monotonic() >= deadline + settle:
-                raise ServiceError(SERVICE, f"connector {name} not {state} after {timeout:.0f}s: {status}")
+                raise ConnectError(f"connector {name} not {state} after {timeout:.0f}s: {status}")
             time.sleep(0.25)
 
     def wait_running(self, name: str, *, timeout: float = 60.0, settle: float = 0.0) -> dict[str, Any]:
@@ -159,165 +139,45 @@ class ConnectRest:
                 if exc.code == 409 and time.monotonic() < deadline:
                     time.sleep(0.5)
                     continue
-                raise ServiceError(SERVICE, f"{method} {path} -> HTTP {exc.code}: {text}") from exc
+                raise ConnectError(f"{method} {path} -> HTTP {exc.code}: {text}", http_status=exc.code) from exc
             except (urllib.error.URLError, OSError) as exc:
-                raise ServiceError(SERVICE, f"{method} {self.url}{path}: {exc}") from exc
+                raise ConnectError(f"{method} {self.url}{path}: {exc}") from exc
 
 
-class LocalConnect(ConnectRest, LocalService):
-    stop_timeout = 30.0
+def binlog_gtid_pos(
+    *, host: str, port: int, user: str, password: str, binlog_file: str, binlog_pos: int
+) -> str:
+    """The MariaDB GTID state at a binlog file + position (`BINLOG_GTID_POS`), e.g. `0-223344-9`.
 
-    """One distributed Connect worker on a free REST port, with its own internal topics per start."""
-
-    def __init__(
-        self,
-        bootstrap_servers: str,
-        *,
-        directory: Path | None = None,
-        home: Path | None = None,
-        heap: str = "512m",
-        jvm_options: tuple[str, ...] = FAST_START_JVM_OPTIONS,
-        startup_timeout: float = 180.0,
-    ) -> None:
-        super().__init__("http://127.0.0.1:0")
-        self.bootstrap_servers = bootstrap_servers
-        self.directory = directory or run_dir(SERVICE)
-        self.home = home or build_dir() / "connect"
-        self.heap = heap
-        self.jvm_options = jvm_options
-        self.startup_timeout = startup_timeout
-        self.port = 0
-        self.group_id = ""
-        self.startup_seconds: float | None = None
-        """Wall time of the last `start()` until the worker served REST and listed the plugin."""
-        self._process: ServiceProcess | None = None
-
-    @property
-    def log_path(self) -> Path:
-        """The worker's log file (stdout and stderr of the JVM)."""
-        return self.directory / f"{SERVICE}.log"
-
-
-    def start(self) -> LocalConnect:
-        """Start the worker; return when /health answers and the MariaDB connector plugin is listed."""
-        began = time.monotonic()
-        ensure_directory_free(SERVICE, self.directory)
-        libs, plugins = self.home / "libs", self.home / "plugins"
-        if not any(libs.glob("connect-runtime-*.jar")) or not any(
-            plugins.glob("*/debezium-connector-mariadb-*.jar")
-        ):
-            raise ServiceError(
-                SERVICE, f"no Connect runtime or Debezium plugin in {self.home}; run `make connect`"
-            )
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.log_path.unlink(missing_ok=True)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        # Fresh group and internal topics per start: no connector or offset leaks between runs.
-        self.group_id = f"hudi-cdc-connect-{uuid.uuid4().hex[:8]}"
-        worker = self._write_worker_properties(plugins)
-        log4j2 = write_log4j2(self.directory, SERVICE)
-        command = [
-            str(java17_home() / "bin" / "java"), "-Xms128m", f"-Xmx{self.heap}", *self.jvm_options,
-            f"-Dlog4j2.configurationFile={log4j2}", "-Djava.awt.headless=true", "-cp", f"{libs}/*",
-            "org.apache.kafka.connect.cli.ConnectDistributed", str(worker),
-        ]  # fmt: skip
-        process = ServiceProcess(SERVICE, command, directory=self.directory)
-        self._launch(process, self._ready, timeout=self.startup_timeout, began=began, interval=0.5)
-        log.info("connect up at %s in %.1fs", self.url, self.startup_seconds)
-        return self
-
-
-
-    def _write_worker_properties(self, plugins: Path) -> Path:
-        props = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "group.id": self.group_id,
-            "key.converter": JSON_CONVERTER,
-            "value.converter": JSON_CONVERTER,
-            "key.converter.schemas.enable": "true",
-            "value.converter.schemas.enable": "true",
-            "config.storage.topic": f"_{self.group_id}-configs",
-            "offset.storage.topic": f"_{self.group_id}-offsets",
-            "status.storage.topic": f"_{self.group_id}-status",
-            "config.storage.replication.factor": "1",
-            "offset.storage.replication.factor": "1",
-            "status.storage.replication.factor": "1",
-            "offset.storage.partitions": "1",
-            "status.storage.partitions": "1",
-            # Commit source offsets every second so GET /offsets and restarts see recent positions.
-            "offset.flush.interval.ms": "1000",
-            # One worker: never hold tasks back waiting for a departed worker to return.
-            "scheduled.rebalance.max.delay.ms": "0",
-            "task.shutdown.graceful.timeout.ms": "5000",
-            "listeners": f"http://127.0.0.1:{self.port}",
-            "rest.advertised.host.name": "127.0.0.1",
-            "rest.advertised.port": str(self.port),
-            "plugin.path": str(plugins),
-            # Debezium ships ServiceLoader manifests; skipping the reflective scan saves start-up time.
-            "plugin.discovery": "service_load",
-        }
-        path = self.directory / "connect-distributed.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        return path
-
-    def _ready(self) -> bool:
-        with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-            if response.status != 200:
-                return False
-        with urllib.request.urlopen(f"{self.url}/connector-plugins", timeout=5) as response:
-            plugins = json.loads(response.read())
-        return any(p.get("class") == MARIADB_CONNECTOR_CLASS for p in plugins)
-
-
-def mariadb_connector_config(
-    *,
-    hostname: str,
-    port: int,
-    user: str,
-    password: str,
-    server_id: int,
-    topic_prefix: str,
-    database: str,
-    tables: Iterable[str],
-    bootstrap_servers: str,
-    snapshot_mode: SnapshotMode = "initial",
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """A Debezium MariaDB connector config: JSON with schemas, topics `<prefix>.<db>.<table>`.
-
-    `server_id` is the id the connector uses as a replica; it must differ from the server's own
-    `server-id` and from every other connector's. `extra` overrides or adds keys
-    (e.g. `decimal.handling.mode`).
+    '' when no transaction precedes the position. Raises ConnectError when the position is not
+    an event boundary of an existing binlog file (the server returns NULL), or when PyMySQL
+    (the `mysql` extra) is not installed.
     """
-    if snapshot_mode not in get_args(SnapshotMode):
-        raise ValueError(f"snapshot_mode {snapshot_mode!r}: valid are {', '.join(get_args(SnapshotMode))}")
-    table_list = ",".join(f"{re.escape(database)}\\.{re.escape(t)}" for t in tables)
-    config = {
-        "connector.class": MARIADB_CONNECTOR_CLASS,
-        "tasks.max": "1",
-        "database.hostname": hostname,
-        "database.port": str(port),
-        "database.user": user,
-        "database.password": password,
-        "database.server.id": str(server_id),
-        "topic.prefix": topic_prefix,
-        "database.include.list": re.escape(database),
-        "table.include.list": table_list,
-        "snapshot.mode": snapshot_mode,
-        "include.schema.changes": "false",
-        "tombstones.on.delete": "true",
-        "schema.history.internal.kafka.bootstrap.servers": bootstrap_servers,
-        "schema.history.internal.kafka.topic": f"_schema_history.{topic_prefix}",
-        "key.converter": JSON_CONVERTER,
-        "key.converter.schemas.enable": "true",
-        "value.converter": JSON_CONVERTER,
-        "value.converter.schemas.enable": "true",
-        "topic.creation.default.replication.factor": "1",
-        "topic.creation.default.partitions": "1",
-    }
-    config.update(extra or {})
-    return config
+    try:
+        import pymysql  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ConnectError(
+            "looking up the GTID state needs PyMySQL: pip install 'hudi-cdc[mysql]', or pass the GTID "
+            "state at that position with --gtids",
+            where="source database",
+        ) from exc
+    try:
+        conn = pymysql.connect(host=host, port=port, user=user, password=password, connect_timeout=10)
+    except pymysql.Error as exc:
+        raise ConnectError(f"cannot connect to {host}:{port} as {user}: {exc}", where="source database") from exc
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT BINLOG_GTID_POS(%s, %s)", (binlog_file, binlog_pos))
+            row = cursor.fetchone()
+    finally:
+        conn.close()
+    if row is None or row[0] is None:
+        raise ConnectError(
+            f"{binlog_file}:{binlog_pos} is not an event boundary of a binlog on {host}:{port} "
+            "(use a `SHOW MASTER STATUS` position or an end_log_pos from mariadb-binlog)",
+            where="source database",
+        )
+    return str(row[0])
 
 
 def binlog_offset(topic_prefix: str, binlog_file: str, binlog_pos: int, gtids: str) -> dict[str, Any]:
@@ -366,8 +226,7 @@ def start_connector_at_binlog(
             binlog_file=binlog_file, binlog_pos=binlog_pos,
         )  # fmt: skip
     if not gtids:
-        raise ServiceError(
-            SERVICE,
+        raise ConnectError(
             f"{binlog_file}:{binlog_pos} precedes every GTID on the server; Debezium 3.5.0 cannot stream "
             "from an empty GTID state (debezium/dbz#1378): take an initial snapshot instead",
         )

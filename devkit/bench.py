@@ -9,7 +9,7 @@ write a copy-on-write table:
 
 Prints records/s, batch latency (mean/max) and the Spark JVM's peak RSS during each run.
 
-    python -m hudi_cdc.devtools.bench --events 20000 --keys 5000 --batch 5000
+    python -m devkit.bench --events 20000 --keys 5000 --batch 5000
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from devkit import build_dir
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
+from devkit.services.kafka import LocalKafka
 from hudi_cdc import stream
 from hudi_cdc.config import Config, parse_config
-from hudi_cdc.devtools.debezium import Column, DebeziumTable, KafkaRecord
 from hudi_cdc.logging_setup import configure
-from hudi_cdc.services.kafka import LocalKafka
-from hudi_cdc.spark_session import build_dir, get_or_create_session, jvm
+from hudi_cdc.spark_session import get_or_create_session, jvm
 
 SOURCE = DebeziumTable(
     server="bench",

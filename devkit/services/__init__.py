@@ -1,0 +1,12 @@
+"""Local services for tests and the demo: Kafka, Kafka Connect with Debezium, MariaDB."""
+
+from devkit.services.process import (
+    ServiceError,
+    ServiceProcess,
+    free_port,
+    log_tail,
+    run_dir,
+    started_services,
+)
+
+__all__ = ["ServiceError", "ServiceProcess", "free_port", "log_tail", "run_dir", "started_services"]

@@ -1,1 +1,0 @@
-"""Helpers for the demo, tests and benchmarks: never used on the data path."""

@@ -1,0 +1,35 @@
+"""Read a Hudi table: whether it exists, its latest commit, a snapshot of its rows.
+
+The writer only writes; everything that asks a table what it holds is here (the timeline's
+details are in `hudi/timeline.py`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from hudi_cdc.hudi import fs
+from hudi_cdc.spark_session import jvm
+
+
+def table_exists(spark: SparkSession, base_path: str) -> bool:
+    """Whether a Hudi table has been created at `base_path` (any Hadoop file system)."""
+    return fs.exists(spark, base_path.rstrip("/") + "/.hoodie")
+
+
+def latest_commit(spark: SparkSession, base_path: str) -> str | None:
+    """The newest completed commit/deltacommit instant, or None for no table."""
+    if not table_exists(spark, base_path):
+        return None
+    file_system, _ = fs.open_fs(spark, base_path)
+    helpers = jvm(spark).org.apache.hudi.HoodieDataSourceHelpers
+    instant = helpers.latestCommit(file_system, base_path)
+    return str(instant) if instant else None
+
+
+def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
+    """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table."""
+    if not table_exists(spark, base_path):
+        return None
+    df = spark.read.format("hudi").load(base_path)
+    return df.drop(*[c for c in df.columns if c.startswith("_hoodie_")])

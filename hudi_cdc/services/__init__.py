@@ -1,5 +1,0 @@
-"""Local services for tests and the demo: Kafka, Kafka Connect with Debezium, MariaDB."""
-
-from hudi_cdc.services.process import ServiceProcess, free_port, log_tail, run_dir, started_services
-
-__all__ = ["ServiceProcess", "free_port", "log_tail", "run_dir", "started_services"]
