@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.hudi import writer
+from hudi_cdc.hudi import retention, writer
 from hudi_cdc.hudi.timeline import summary
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
@@ -43,6 +43,9 @@ def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, 
         if state.get("synced_commit") == state.get("pending_commit")
         else f"lagging ({state.get('failed_attempts', 0)} failed: {state.get('last_error')})"
     )
+    if state is not None:
+        # the newest commit the metastore (and so Trino) knows about
+        row["hive_synced_commit"] = state.get("synced_commit")
     if not writer.table_exists(spark, table.base_path):
         return {**row, "last_commit": None, "note": "not created yet"}
     timeline = summary(spark, table.base_path)
@@ -57,4 +60,6 @@ def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, 
         files=files,
         avg_file_kb=round(size / files / 1024, 1) if files else 0,
     )
+    # Trino <= 479 fails on every query once an instant of its last 72 h is archived
+    row.update(retention.trino_archive_check(spark, table.base_path))
     return row

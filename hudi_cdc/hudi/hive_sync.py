@@ -147,6 +147,7 @@ class SyncState:
     last_error: str | None = None
     failed_attempts: int = 0
     last_attempt_at: float | None = None
+    last_synced_at: float | None = None
 
     @property
     def lagging(self) -> bool:
@@ -196,6 +197,7 @@ class MetastoreSync:
                 log.debug("hive sync failure", exc_info=True)
                 continue
             state.synced_commit, state.last_error, state.failed_attempts = state.pending_commit, None, 0
+            state.last_synced_at = time.time()
             log.info("table %s: synced to metastore as %s.%s", table.name, table.hive.database, table.hive_table)
         self._save(spark)
         return dict(self.states)
@@ -212,8 +214,35 @@ def state_path(checkpoint_dir: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """One line saying why: for a JVM exception, its top message and its root cause's."""
+    cause = java_cause(exc)
+    if cause:
+        return cause[:500]
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
+
+
+def java_cause(exc: BaseException) -> str | None:
+    """`Top: message <- Root: message` of a Py4JJavaError (None for other errors).
+
+    py4j's own text starts with "An error occurred while calling o3059.syncHoodieTable", which
+    says nothing about the metastore; the Java exception chain does.
+    """
+    java_exception = getattr(exc, "java_exception", None)
+    if java_exception is None:
+        return None
+    try:
+        chain = []
+        current = java_exception
+        while current is not None and len(chain) < 20:
+            chain.append(f"{current.getClass().getName()}: {current.getMessage()}")
+            nxt = current.getCause()
+            current = None if nxt is None or nxt.equals(current) else nxt
+    except Exception:  # the JVM is gone: fall back to py4j's text
+        return None
+    if not chain:
+        return None
+    return chain[0] if len(chain) == 1 else f"{chain[0]} <- root cause {chain[-1]}"
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from hudi_cdc.events import HOODIE_IS_DELETED
+from hudi_cdc.hudi import retention
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,9 @@ def write(
         deleted = int(counts["deleted"] or 0) if counts else 0
         if total == 0:
             return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
+        if table_exists(spark, base_path):
+            # archive only what no reader needs (see hudi_cdc.hudi.retention)
+            options = options | retention.archival_options(spark, base_path)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)
