@@ -13,6 +13,7 @@ What Trino 476 (its Hudi connector bundles Hudi 1.0.2) does with tables Hudi 1.2
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import uuid
 from decimal import Decimal
@@ -110,6 +111,10 @@ def test_metastore_outage_loses_nothing_and_sync_recovers(spark: SparkSession, k
     (during,) = job.run()
     assert during.tables[0].commit_time is not None, "the data commit stands while the metastore is down"
     assert during.hive_sync_lagging == ["accounts"]
+    # the logged and recorded cause is the JVM's (thrift/metastore), not py4j's "An error occurred while calling o..."
+    failed = json.loads((job.root / "cp_hive_sync.json").read_text())["accounts"]
+    assert failed["last_error"] and "An error occurred while calling" not in failed["last_error"]
+    assert "Exception" in failed["last_error"]
     assert {r["id"] for r in job.rows_spark("accounts")} == {1, 2}
 
     back = LocalMetastore(directory=tmp_path / "hms", port=port).start(fresh=False)
