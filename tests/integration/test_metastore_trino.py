@@ -340,7 +340,6 @@ def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defau
             row = _rows(spark, [(1 + i % 6, f"v{i}", "eu" if (1 + i % 6) % 2 else "us", Decimal(i), T0)])
             for table in (cow, mor):
                 if _completed_commits(table) < OLD_KEEP_MAX + 12:
-                    print(f"{table.name}: commit {_completed_commits(table) + 1}", flush=True)
                     writer.write(
                         row,
                         table=table.name,
