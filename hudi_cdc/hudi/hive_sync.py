@@ -232,7 +232,7 @@ def java_cause(exc: BaseException) -> str | None:
     if java_exception is None:
         return None
     try:
-        chain = []
+        chain: list[str] = []
         current = java_exception
         while current is not None and len(chain) < 20:
             chain.append(f"{current.getClass().getName()}: {current.getMessage()}")
