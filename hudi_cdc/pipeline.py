@@ -31,6 +31,7 @@ from hudi_cdc.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.offsets import TRUNCATE_KEY, batch_positions, commit_metadata
 from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
+from hudi_cdc.spark_session import java_cause
 from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
 
 log = logging.getLogger(__name__)
@@ -161,9 +162,9 @@ def _halves(part: DataFrame) -> list[DataFrame]:
 
 
 def _summary(exc: BaseException) -> str:
-    """The first line of an error, Java's cause included, short enough for a log line or a message."""
+    """One line saying why, Java's exception chain included, short enough for a log line or a message."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:500] if text else ''}"
+    return (java_cause(exc) or f"{type(exc).__name__}: {text[0] if text else ''}")[:500]
 
 
 def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi.compaction import MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, TRIGGER_STRATEGY
+from hudi_cdc.hudi.retention import archival_options
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,8 @@ def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = Fal
         TRIGGER_STRATEGY: "NUM_COMMITS" if force else policy.strategy,
         MAX_DELTA_COMMITS: "1" if force else str(policy.max_delta_commits),
         MAX_DELTA_SECONDS: str(policy.max_delta_seconds),
+        # the procedure's write client archives after the compaction commit: same bound as the writer
+        **archival_options(spark, table.base_path),
     }
     rendered = ",".join(f"{k}={v}" for k, v in options.items())
     # a table path, never a user string, goes into the statement

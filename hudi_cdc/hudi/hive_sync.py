@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from hudi_cdc.config import TableConfig, TableType
 from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.table import table_exists
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.spark_session import hadoop_conf, java_cause, jvm
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +148,7 @@ class SyncState:
     last_error: str | None = None
     failed_attempts: int = 0
     last_attempt_at: float | None = None
+    last_synced_at: float | None = None
 
     @property
     def lagging(self) -> bool:
@@ -197,6 +198,7 @@ class MetastoreSync:
                 log.debug("hive sync failure", exc_info=True)
                 continue
             state.synced_commit, state.last_error, state.failed_attempts = state.pending_commit, None, 0
+            state.last_synced_at = time.time()
             log.info("table %s: synced to metastore as %s.%s", table.name, table.hive.database, table.hive_table)
         self._save(spark)
         return dict(self.states)
@@ -213,6 +215,10 @@ def state_path(checkpoint_dir: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """One line saying why: for a JVM exception, its top message and its root cause's."""
+    cause = java_cause(exc)
+    if cause:
+        return cause[:500]
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
 

@@ -8,7 +8,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.hudi import fs
+from hudi_cdc.hudi import fs, retention
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.hudi.timeline import summary
 
@@ -32,10 +32,16 @@ class TableStatus:
     files: int = 0
     """Base and log files, outside Hudi's metadata folder."""
     avg_file_kb: float = 0
+    hive_synced_commit: str | None = None
+    """The newest commit registered in the metastore (so visible to Trino)."""
+    trino: dict[str, Any] = field(default_factory=dict)
+    """archived_files, newest_archived and trino_readable (ok / warn / FAILS), see hudi/retention.py."""
 
     def as_row(self) -> dict[str, Any]:
         """The row `hudi-cdc status` prints (a table not created yet shows a note instead of stats)."""
         row: dict[str, Any] = {"table": self.table, "type": self.type, "hive_sync": self.hive_sync}
+        if self.hive_synced_commit is not None:
+            row["hive_synced_commit"] = self.hive_synced_commit
         if not self.created:
             return {**row, "last_commit": None, "note": "not created yet"}
         return {
@@ -48,6 +54,7 @@ class TableStatus:
             "last_compaction": self.last_compaction,
             "files": self.files,
             "avg_file_kb": self.avg_file_kb,
+            **self.trino,
         }
 
 
@@ -75,9 +82,13 @@ def _hive_sync(state: dict[str, Any] | None) -> str:
 
 def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, Any] | None = None) -> TableStatus:
     """The status of one table; `sync_state` is the job's hive sync state file, if any."""
-    hive_sync = _hive_sync((sync_state or {}).get(table.name))
+    state = (sync_state or {}).get(table.name)
+    hive_sync = _hive_sync(state)
+    synced = state.get("synced_commit") if state else None
     if not table_exists(spark, table.base_path):
-        return TableStatus(table=table.name, type=table.type, hive_sync=hive_sync, created=False)
+        return TableStatus(
+            table=table.name, type=table.type, hive_sync=hive_sync, created=False, hive_synced_commit=synced
+        )
     timeline = summary(spark, table.base_path)
     files, size = _data_files(spark, table.base_path)
     return TableStatus(
@@ -93,4 +104,7 @@ def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, 
         last_compaction=timeline.last_compaction,
         files=files,
         avg_file_kb=round(size / files / 1024, 1) if files else 0,
+        hive_synced_commit=synced,
+        # Trino <= 479 fails on every query once an instant of its last 72 h is archived
+        trino=retention.trino_archive_check(spark, table.base_path),
     )

@@ -9,8 +9,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_cdc.events import HOODIE_IS_DELETED
-from hudi_cdc.hudi import fs
-from hudi_cdc.hudi.table import latest_commit
+from hudi_cdc.hudi import fs, retention
+from hudi_cdc.hudi.table import latest_commit, table_exists
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,9 @@ def write(
         deleted = int(counts["deleted"] or 0) if counts else 0
         if total == 0:
             return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
+        if table_exists(spark, base_path):
+            # archive only what no reader needs (see hudi_cdc.hudi.retention)
+            options = options | retention.archival_options(spark, base_path)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)

@@ -13,6 +13,7 @@ What Trino 476 (its Hudi connector bundles Hudi 1.0.2) does with tables Hudi 1.2
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import uuid
 from decimal import Decimal
@@ -27,7 +28,8 @@ from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.trino import LocalTrino
-from hudi_cdc.config import HiveSync, TableConfig, TableType
+from hudi_cdc.config import Compaction, HiveSync, TableConfig, TableType
+from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.options import (
@@ -109,6 +111,10 @@ def test_metastore_outage_loses_nothing_and_sync_recovers(spark: SparkSession, k
     (during,) = job.run()
     assert during.tables[0].commit_time is not None, "the data commit stands while the metastore is down"
     assert during.hive_sync_lagging == ["accounts"]
+    # the logged and recorded cause is the JVM's (thrift/metastore), not py4j's "An error occurred while calling o..."
+    failed = json.loads((job.root / "cp_hive_sync.json").read_text())["accounts"]
+    assert failed["last_error"] and "An error occurred while calling" not in failed["last_error"]
+    assert "Exception" in failed["last_error"]
     assert {r["id"] for r in job.rows_spark("accounts")} == {1, 2}
 
     back = LocalMetastore(directory=tmp_path / "hms", port=port).start(fresh=False)
@@ -267,3 +273,100 @@ def test_trino_fails_on_a_table_with_recently_archived_instants(
     assert spark.read.format("hudi").load(table.base_path).count() == 1
     with pytest.raises(trino_client.exceptions.TrinoQueryError, match="does not support Parquet file reader"):
         trino.query(f"select count(*) from {db}.archived")
+
+
+# --- readable forever: past the archival threshold with the project's defaults ----------------
+
+OLD_KEEP_MAX = 50  # the static hoodie.keep.max.commits hudi_cdc used before hudi_cdc.hudi.retention
+
+
+def _completed_commits(table: TableConfig) -> int:
+    timeline = Path(table.base_path) / ".hoodie" / "timeline"
+    return sum(1 for p in timeline.iterdir() if p.suffix in (".commit", ".deltacommit"))
+
+
+def _archived_files(table: TableConfig) -> list[str]:
+    history = Path(table.base_path) / ".hoodie" / "timeline" / "history"
+    return sorted(p.name for p in history.iterdir() if p.suffix == ".parquet")
+
+
+def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defaults(
+    spark: SparkSession, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    """Tiny upserts through `writer.write` with `write_options` (cleaning 10 commits, MOR inline
+    compaction every 5 delta commits), until the static archival settings hudi_cdc used to have
+    (keep 40-50) would have archived twice; a query loop runs through Trino the whole time.
+    """
+    db = f"hms_{uuid.uuid4().hex[:8]}"
+    cow = _table(tmp_path, db, "forever_cow", "COPY_ON_WRITE")
+    mor = _table(tmp_path, db, "forever_mor", "MERGE_ON_READ").model_copy(
+        update={"compaction": Compaction(mode="inline", strategy="NUM_COMMITS", max_delta_commits=5)}
+    )
+    sync = {t.name: HiveSyncOptions.for_table(t, metastore.uri).as_hoodie_options() for t in (cow, mor)}
+    for table in (cow, mor):
+        writer.write(
+            _initial(spark),
+            table=table.name,
+            base_path=table.base_path,
+            options=write_options(table) | sync[table.name],
+            commit_metadata={},
+        )
+
+    failures: list[str] = []
+    answered = 0
+    stop = threading.Event()
+
+    def query_loop() -> None:
+        nonlocal answered
+        while not stop.is_set():
+            for sql in (
+                f"select count(*) from {db}.forever_cow",
+                f"select count(*) from {db}.forever_mor_ro",
+            ):
+                try:
+                    assert trino.query(sql) == [(6,)]
+                    answered += 1
+                except Exception as exc:
+                    failures.append(f"{sql}: {exc!r}"[:400])
+            stop.wait(1.0)
+
+    reader = threading.Thread(target=query_loop)
+    reader.start()
+    try:
+        i = 0
+        # two archival rounds of the old settings: one past keep.max, one keep.max - keep.min later
+        while min(_completed_commits(cow), _completed_commits(mor)) < OLD_KEEP_MAX + 12:
+            i += 1
+            row = _rows(spark, [(1 + i % 6, f"v{i}", "eu" if (1 + i % 6) % 2 else "us", Decimal(i), T0)])
+            for table in (cow, mor):
+                if _completed_commits(table) < OLD_KEEP_MAX + 12:
+                    writer.write(
+                        row,
+                        table=table.name,
+                        base_path=table.base_path,
+                        options=write_options(table),
+                        commit_metadata={},
+                    )
+    finally:
+        stop.set()
+        reader.join()
+
+    for table in (cow, mor):
+        # the last write registers the table's newest state
+        writer.write(
+            _rows(spark, [(1, "last", "eu", Decimal("1.00"), T0)]),
+            table=table.name,
+            base_path=table.base_path,
+            options=write_options(table) | sync[table.name],
+            commit_metadata={},
+        )
+    assert failures == [], failures[:3]
+    assert answered > 0
+    columns = "id, name, region, amount, updated_at"
+    assert set(trino.query(f"select {columns} from {db}.forever_cow")) == _spark_rows(spark, cow)
+    compacted = run_compaction(spark, mor, force=True)
+    assert compacted["compacted"] != "-"
+    assert set(trino.query(f"select {columns} from {db}.forever_mor_ro")) == _spark_rows(spark, mor)
+    # nothing younger than ARCHIVE_AFTER_HOURS was archived, so Trino never meets the archive
+    for table in (cow, mor):
+        assert table_status(spark, table)["trino_readable"] == "ok"

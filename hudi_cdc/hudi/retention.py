@@ -1,0 +1,141 @@
+"""Archival that never archives what Trino's Hudi connector reads: keep ARCHIVE_AFTER_HOURS of timeline active.
+
+Why (apache/hudi#13994, measured with Trino 476 = Hudi 1.0.2 inside): the connector builds a
+`CompletionTimeQueryViewV2` on every query. It loads every archived-timeline (LSM) file whose
+instant range reaches past `min(now - 72 h, first active instant)`, and the completion time of
+every log file whose delta commit is older than that cursor, through a Parquet reader Trino
+does not provide: the query fails with "TrinoHudiFileReaderFactory does not support Parquet
+file reader". So a table stays readable as long as
+  1. every archived instant is older than 72 h (then no archived file is in range), and
+  2. no log file on disk belongs to an archived delta commit.
+
+Hudi 1.2's archiver is bounded by `hoodie.keep.min/max.commits` (a count) and by pending
+instants, metadata-table compaction and the compaction trigger, **not** by what the cleaner
+retains, and it has no time-based bound. A fixed count only postpones the failure (40-50
+commits = 40-50 minutes at one commit per minute). hudi_cdc therefore sets the count before
+each commit: keep.min = every completed commit of the last ARCHIVE_AFTER_HOURS (plus every
+commit since the oldest uncompacted delta commit of a MOR table) + a margin. Archival still
+runs, but only ever archives instants older than ARCHIVE_AFTER_HOURS.
+
+Cost: the active timeline holds ARCHIVE_AFTER_HOURS of instants (at one commit per minute,
+~6,000 commits + as many cleans, a few files each, in `.hoodie/timeline/`). Cleaning and data
+file retention are unchanged (cleaner keeps 10 commits).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from hudi_cdc.hudi import fs
+from hudi_cdc.hudi.options import (
+    KEEP_MAX_COMMITS,
+    KEEP_MAX_COMMITS_DEFAULT,
+    KEEP_MIN_COMMITS,
+    KEEP_MIN_COMMITS_DEFAULT,
+)
+from hudi_cdc.spark_session import hadoop_conf, jvm
+
+# Trino's window is 72 h in *its* JVM's time zone; instants are written in the writer's. 100 h
+# covers any pair of time zones (at most 26 h apart) with 2 h to spare.
+ARCHIVE_AFTER_HOURS = 100
+TRINO_ARCHIVE_WINDOW_HOURS = 72
+KEEP_MARGIN = 10
+"""Commits kept beyond the window: the commit being made, an inline compaction, a clean."""
+KEEP_SPREAD = 10
+"""keep.max - keep.min: how many commits accumulate before the archiver runs again."""
+_INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
+
+
+def instant_at(moment: dt.datetime) -> str:
+    """A Hudi instant time (yyyyMMddHHmmssSSS) for a naive local-time datetime."""
+    return moment.strftime(_INSTANT_FORMAT)[:17]
+
+
+@dataclass(frozen=True)
+class ActiveCommits:
+    """Completed commit instants (commit, deltacommit, replacecommit) of the active timeline, oldest first."""
+
+    instants: tuple[str, ...]
+    oldest_uncompacted: str | None
+    """MOR: the first delta commit after the last completed compaction (its log files are live)."""
+
+
+def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
+    """Read the active timeline through Hudi's meta client."""
+    gateway = jvm(spark)
+    conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
+    client = (
+        gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+        .setConf(conf)
+        .setBasePath(base_path)
+        .build()
+    )
+    timeline = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    pairs = [(str(i.requestedTime()), str(i.getAction())) for i in timeline.getInstants()]
+    oldest_uncompacted = None
+    if str(client.getTableType().name()) == "MERGE_ON_READ":
+        compactions = [t for t, action in pairs if action == "commit"]
+        after = compactions[-1] if compactions else ""
+        oldest_uncompacted = next((t for t, action in pairs if action == "deltacommit" and t > after), None)
+    return ActiveCommits(tuple(t for t, _ in pairs), oldest_uncompacted)
+
+
+def keep_commits(
+    commits: ActiveCommits, now: dt.datetime, hours: int = ARCHIVE_AFTER_HOURS
+) -> tuple[int, int]:
+    """(keep.min, keep.max) so that the archiver leaves every commit newer than `hours` (and live logs) active."""
+    cutoff = instant_at(now - dt.timedelta(hours=hours))
+    if commits.oldest_uncompacted is not None:
+        cutoff = min(cutoff, commits.oldest_uncompacted)
+    recent = sum(1 for t in commits.instants if t >= cutoff)
+    keep_min = max(int(KEEP_MIN_COMMITS_DEFAULT), recent + KEEP_MARGIN)
+    keep_max = max(int(KEEP_MAX_COMMITS_DEFAULT), keep_min + KEEP_SPREAD)
+    return keep_min, keep_max
+
+
+def archival_options(
+    spark: SparkSession, base_path: str, *, now: dt.datetime | None = None
+) -> dict[str, str]:
+    """keep.min/max commits for the next commit on an existing table (see the module doc)."""
+    keep_min, keep_max = keep_commits(active_commits(spark, base_path), now or dt.datetime.now())
+    return {KEEP_MIN_COMMITS: str(keep_min), KEEP_MAX_COMMITS: str(keep_max)}
+
+
+def _archived_ranges(spark: SparkSession, base_path: str) -> list[tuple[str, str]]:
+    """(min, max) instant of each LSM file in `.hoodie/timeline/history` (name `<min>_<max>_<level>.parquet`)."""
+    folder = base_path.rstrip("/") + "/.hoodie/timeline/history"
+    if not fs.exists(spark, folder):
+        return []
+    ranges = []
+    for path, _ in fs.list_files(spark, folder):
+        name = PurePosixPath(path).name
+        parts = name.removesuffix(".parquet").split("_")
+        if name.endswith(".parquet") and len(parts) == 3:
+            ranges.append((parts[0], parts[1]))
+    return ranges
+
+
+def trino_archive_check(
+    spark: SparkSession, base_path: str, *, now: dt.datetime | None = None
+) -> dict[str, Any]:
+    """Whether Trino <= 479 (Hudi 1.0.x) can still read the table, judged from the archived timeline.
+
+    `trino_readable` is "ok", "warn" (the newest archived instant is younger than
+    ARCHIVE_AFTER_HOURS: a writer outside hudi_cdc, or older hudi_cdc settings, archived it) or
+    "FAILS" (an archived instant is younger than Trino's 72 h window: every query fails).
+    """
+    now = now or dt.datetime.now()
+    ranges = _archived_ranges(spark, base_path)
+    newest = max((high for _, high in ranges), default=None)
+    state = "ok"
+    if newest is not None:
+        if newest >= instant_at(now - dt.timedelta(hours=TRINO_ARCHIVE_WINDOW_HOURS)):
+            state = "FAILS"
+        elif newest >= instant_at(now - dt.timedelta(hours=ARCHIVE_AFTER_HOURS)):
+            state = "warn"
+    return {"archived_files": len(ranges), "newest_archived": newest, "trino_readable": state}

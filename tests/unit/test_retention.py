@@ -1,0 +1,44 @@
+"""keep.min/max commits so the archiver only archives instants older than ARCHIVE_AFTER_HOURS."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from hudi_cdc.hudi.retention import (
+    ARCHIVE_AFTER_HOURS,
+    KEEP_MARGIN,
+    KEEP_SPREAD,
+    ActiveCommits,
+    instant_at,
+    keep_commits,
+)
+
+NOW = dt.datetime(2026, 11, 23, 12, 0, 0)
+
+
+def _every_minute(hours: float) -> tuple[str, ...]:
+    return tuple(instant_at(NOW - dt.timedelta(minutes=m)) for m in range(int(hours * 60), 0, -1))
+
+
+def test_instant_format_is_hudis() -> None:
+    assert instant_at(dt.datetime(2026, 1, 2, 3, 4, 5, 678000)) == "20260102030405678"
+
+
+def test_young_or_slow_table_keeps_the_old_defaults() -> None:
+    assert keep_commits(ActiveCommits(_every_minute(0.5), None), NOW) == (40, 50)
+
+
+def test_one_commit_a_minute_keeps_every_commit_of_the_window() -> None:
+    commits = ActiveCommits(_every_minute(ARCHIVE_AFTER_HOURS + 5), None)
+    keep_min, keep_max = keep_commits(commits, NOW)
+    in_window = ARCHIVE_AFTER_HOURS * 60
+    assert keep_min == in_window + KEEP_MARGIN and keep_max == keep_min + KEEP_SPREAD
+    # what the archiver leaves (the newest keep_min) reaches back past the window
+    assert commits.instants[-keep_min] < instant_at(NOW - dt.timedelta(hours=ARCHIVE_AFTER_HOURS))
+
+
+def test_mor_keeps_every_commit_since_its_oldest_uncompacted_delta_commit() -> None:
+    instants = _every_minute(ARCHIVE_AFTER_HOURS + 50)
+    oldest_live_log = instants[10]  # compaction off for days: those log files are still read
+    keep_min, _ = keep_commits(ActiveCommits(instants, oldest_live_log), NOW)
+    assert keep_min == len(instants) - 10 + KEEP_MARGIN
