@@ -70,21 +70,22 @@ sql: install  ## query the demo's tables with Trino: make sql Q="select * from s
 demo: install  ## start local Kafka, produce a Debezium stream, ingest it into Hudi, print the tables
 	$(PY) -m devkit.demo
 
-test: install  ## everything CI runs: unit + integration on real services
-	$(PY) -m pytest -q tests
+test: install  ## everything CI runs: unit + integration on real services (not the `deep` ones)
+	$(PY) -m pytest -q -m "not deep" tests
 
 test-unit: $(VENV)/.installed  ## fast tests, no services
 	$(PY) -m pytest -q -m "not integration" tests
 
 test-integration: install  ## tests that start Kafka, Spark+Hudi, HMS, Trino
-	$(PY) -m pytest -q -m integration tests
+	$(PY) -m pytest -q -m "integration and not deep" tests
 
 lint: $(VENV)/.installed  ## ruff + mypy strict
 	$(VENV)/bin/ruff check hudi_cdc devkit jobs tests
 	$(VENV)/bin/mypy
 
-test-deep: install  ## long property-based runs (HYPOTHESIS_PROFILE=deep)
+test-deep: install  ## long runs: property tests with HYPOTHESIS_PROFILE=deep, and tests marked `deep` (~124 commits through Trino)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q tests/unit/test_collapse.py tests/integration/test_semantics_property.py
+	$(PY) -m pytest -q -m deep tests
 
 bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory
 	$(PY) -m devkit.bench $(BENCH_ARGS)

@@ -290,6 +290,7 @@ def _archived_files(table: TableConfig) -> list[str]:
     return sorted(p.name for p in history.iterdir() if p.suffix == ".parquet")
 
 
+@pytest.mark.deep
 def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defaults(
     spark: SparkSession, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:

@@ -57,6 +57,7 @@ def test_the_first_matching_route_wins(spark: SparkSession) -> None:
 def test_demo_config_routes_its_sharded_orders_topics(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HUDI_CDC_BOOTSTRAP", "127.0.0.1:1")
     monkeypatch.setenv("HUDI_CDC_RUN", "/tmp/run")
+    monkeypatch.setenv("HUDI_CDC_METASTORE", "thrift://127.0.0.1:1")
     config = load_config(Path(__file__).parents[2] / "schemas" / "demo.yaml")
 
     assert _tables(spark, config, ["shop.inventory.orders_2"]) == {"shop.inventory.orders_2": "orders"}
