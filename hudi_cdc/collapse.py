@@ -85,11 +85,6 @@ class FoldResult:
     floor: str = ""
     """The remembered truncate order: events at or before it are late."""
 
-    @property
-    def outcomes(self) -> DataFrame:
-        """One row per non-truncate event: its Kafka position and `outcome`."""
-        return self.outcomes_for(self.rows)
-
     def outcomes_for(self, rows: DataFrame) -> DataFrame:
         """Outcomes judged against `rows` (pass a persisted copy of `rows` to avoid refolding)."""
         return _outcomes(self.events, rows, self.stored, self.columns, self.key, self.soft, self.floor)
@@ -142,38 +137,8 @@ def _orders_map(columns: list[str], order_of: dict[str, Column]) -> Column:
     return F.map_from_arrays(F.array(*[F.lit(c) for c in columns]), F.array(*[order_of[c] for c in columns]))
 
 
-def fold(
-    *,
-    events: DataFrame,
-    stored: DataFrame,
-    schema: StructType,
-    key: list[str],
-    soft_deletes: bool,
-    truncation: Truncation | None,
-    remembered: Truncation | None = None,
-    sticky: frozenset[str] = frozenset(),
-) -> FoldResult:
-    """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
-
-    Args:
-        events: decoded events of one table (events.py contract), truncates removed.
-        stored: current table rows of every key the fold must consider, with `_cdc_*` columns.
-        schema: the table's data columns (key columns included), in table order.
-        key: record key columns.
-        soft_deletes: whether the table keeps deleted rows with `_cdc_deleted = true`.
-        truncation: the newest applied truncate of the batch, if any (`stored` then holds every row).
-        remembered: the table's newest truncate of earlier batches: events older than it are late
-            for every key, including keys the table has never seen (spec §3).
-        sticky: columns a delete does not clear (the partition columns).
-    """
-    columns = [f.name for f in schema.fields]
-    writes = _events_as_writes(events, columns).unionByName(
-        _stored_as_writes(stored, columns, soft_deletes)
-    )
-    # the newest truncate known, this batch's or a remembered one: a delete of every key at its order
-    truncation = max((t for t in (truncation, remembered) if t is not None), key=lambda t: t.order, default=None)
-    trunc_order = F.lit(truncation.order if truncation else _NEVER)
-
+def _newest_writes(writes: DataFrame, columns: list[str], key: list[str]) -> DataFrame:
+    """Per key: the newest delete, each column's newest write (order, value), the last event, stored state."""
     aggs: list[Column] = [
         F.max(_DEL).alias(_DEL),
         # the newest write of each column: struct ordering compares the order first
@@ -190,8 +155,19 @@ def fold(
             _STORED_SIG
         ),
     ]
-    grouped = writes.groupBy(*key).agg(*aggs)
+    return writes.groupBy(*key).agg(*aggs)
 
+
+def _final_rows(
+    grouped: DataFrame,
+    columns: list[str],
+    key: list[str],
+    truncation: Truncation | None,
+    soft_deletes: bool,
+    sticky: frozenset[str],
+) -> DataFrame:
+    """Each key's final row and state from its newest writes: live columns, `_cdc_*`, changed or not."""
+    trunc_order = F.lit(truncation.order if truncation else _NEVER)
     final_del = F.greatest(F.col(_DEL), trunc_order)
     order_of: dict[str, Column] = {
         c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER)) for c in columns
@@ -222,8 +198,7 @@ def fold(
         (F.col(_FINAL_DEL) != _NEVER) & F.col(_EXISTS),
         F.create_map(F.lit(DELETE_ORDER_KEY), F.col(_FINAL_DEL)),
     ).otherwise(F.create_map().cast("map<string,string>"))
-
-    rows = (
+    return (
         grouped.withColumn(_FINAL_DEL, final_del)
         .withColumn(_EXISTS, exists)
         .select(
@@ -244,6 +219,37 @@ def fold(
             _orders_map(columns, order_of).alias(_FINAL_ORDERS),
         )
     )
+
+
+def fold(
+    *,
+    events: DataFrame,
+    stored: DataFrame,
+    schema: StructType,
+    key: list[str],
+    soft_deletes: bool,
+    truncation: Truncation | None,
+    remembered: Truncation | None = None,
+    sticky: frozenset[str] = frozenset(),
+) -> FoldResult:
+    """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
+
+    Args:
+        events: decoded events of one table (events.py contract), truncates removed.
+        stored: current table rows of every key the fold must consider, with `_cdc_*` columns.
+        schema: the table's data columns (key columns included), in table order.
+        key: record key columns.
+        soft_deletes: whether the table keeps deleted rows with `_cdc_deleted = true`.
+        truncation: the newest applied truncate of the batch, if any (`stored` then holds every row).
+        remembered: the table's newest truncate of earlier batches: events older than it are late
+            for every key, including keys the table has never seen (spec §3).
+        sticky: columns a delete does not clear (the partition columns).
+    """
+    columns = [f.name for f in schema.fields]
+    writes = _events_as_writes(events, columns).unionByName(_stored_as_writes(stored, columns, soft_deletes))
+    # the newest truncate known, this batch's or a remembered one: a delete of every key at its order
+    newest = max((t for t in (truncation, remembered) if t is not None), key=lambda t: t.order, default=None)
+    rows = _final_rows(_newest_writes(writes, columns, key), columns, key, newest, soft_deletes, sticky)
     return FoldResult(
         rows=rows,
         events=events,

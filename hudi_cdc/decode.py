@@ -246,10 +246,9 @@ def _first_error(checks: list[tuple[Column, str, Column]]) -> tuple[Column, Colu
     return error_class, message
 
 
-def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
-    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset)."""
-    tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
-    records = (
+def _envelopes(raw: DataFrame) -> DataFrame:
+    """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload` parts."""
+    return (
         raw.filter(F.col("value").isNotNull())
         .withColumn(_JSON, F.col("value").cast("string"))
         # one parse finds both parts of an envelope
@@ -258,8 +257,10 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         # `{"schema": null, "payload": {...}}` is an envelope whose records are typed like plain ones
         .withColumn(_HAS_ENV, F.col(_IS_ENV) & F.col(_SCHEMA).isNotNull())
     )
-    envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV)) if table.mode == "full" else []
-    types = batch_types(table, envelopes)
+
+
+def _change_envelope(records: DataFrame, table: TableConfig, envelopes: list[str], types: BatchTypes) -> DataFrame:
+    """Add the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map."""
     records = (
         records.withColumn(_PAYLOAD, F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON)))
         .withColumn(_PROFILE, _profile(table, envelopes))
@@ -275,108 +276,117 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         )
     else:
         env = F.from_json(F.col(_PAYLOAD), _ENVELOPE)
-    records = records.withColumn(_ENV, env)
     op = F.col(f"{_ENV}.op")
     image = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
-    key_text = F.col("key").cast("string")
-    key_payload = F.when(
-        F.get_json_object(key_text, "$.schema").isNotNull()
-        & F.get_json_object(key_text, "$.payload").isNotNull(),
-        F.get_json_object(key_text, "$.payload"),
-    ).otherwise(key_text)
-    records = records.withColumn(_IMAGE, image).withColumn(
-        _RAW, F.from_json(F.col(_IMAGE), "map<string,string>")
-    )
-    records, values = typed_values(
-        records,
-        types,
-        table,
-        image=F.col(_IMAGE),
-        key_json=key_payload,
-        top=F.col(_TOP) if table.mode == "patch" else None,
-        profile=F.col(_PROFILE),
+    return (
+        records.withColumn(_ENV, env)
+        .withColumn(_IMAGE, image)
+        .withColumn(_RAW, F.from_json(F.col(_IMAGE), "map<string,string>"))
     )
 
+
+def _key_payload() -> Column:
+    """The Kafka key's JSON: its `payload` when it is a Connect envelope."""
+    key_text = F.col("key").cast("string")
+    return F.when(
+        F.get_json_object(key_text, "$.schema").isNotNull() & F.get_json_object(key_text, "$.payload").isNotNull(),
+        F.get_json_object(key_text, "$.payload"),
+    ).otherwise(key_text)
+
+
+@dataclass(frozen=True)
+class _Order:
+    """A record's ORDER, the ordering value behind it, and why it may be missing."""
+
+    order: Column
+    number: Column | None
+    malformed: Column
+    """A position is given but unusable (spec §3: never replaced by a weaker one)."""
+    missing_reason: str
+
+
+def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) -> _Order:
+    if table.ordering == "source":
+        source = F.col(f"{_ENV}.source")
+        order = source_order(op, F.col(f"{_ENV}.ts_ms"), source)
+        given = [source["file"], source["pos"], source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
+        return _Order(
+            order=order,
+            number=None,
+            malformed=order.isNull() & F.exists(F.array(*[g.isNotNull() for g in given]), lambda x: x),
+            missing_reason="no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
+            "set the table's `ordering` to a column",
+        )
+    order, number = _ordering(table, types, values, op)
+    dtype = types.target.get(table.ordering, LongType()).simpleString()
+    return _Order(
+        order=order,
+        number=number,
+        malformed=F.lit(False),
+        missing_reason=f"ordering column `{table.ordering}` ({dtype}) has no usable value (missing or NULL, not an "
+        "integer, timestamp or date, or a delete/truncate without it); send it, or choose another `ordering`",
+    )
+
+
+def _non_null_texts(texts: list[Column]) -> Column:
+    return F.filter(F.array(*texts or [F.lit(None).cast("string")]), lambda x: x.isNotNull())
+
+
+def _checks(
+    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: _Order
+) -> list[tuple[Column, str, Column]]:
+    """Every reason a record is rejected, in the order they are tested: (failed?, error class, message)."""
     raw_map = F.col(_RAW)
-    present = _present(types, table, op, raw_map)
 
     # a present column whose JSON value is not NULL but whose conversion is
     def in_image(name: str) -> Column:
         return F.array_contains(present, name) & raw_map[name].isNotNull()
 
-    conflicts = F.filter(
-        F.array(
-            *[
-                F.when(in_image(n) & F.col(_PROFILE).isin(*ix), F.lit(text))
-                for n, ix, text in values.conflicts
-            ]
-            or [F.lit(None).cast("string")]
-        ),
-        lambda x: x.isNotNull(),
+    conflicts = _non_null_texts(
+        [F.when(in_image(n) & F.col(_PROFILE).isin(*ix), F.lit(text)) for n, ix, text in values.conflicts]
     )
-    bad_values = F.filter(
-        F.array(
-            *[
-                F.when(in_image(n) & values.image_only[n].isNull(), F.lit(_bad_value_text(n, dtype)))
-                for n, dtype in types.target.items()
-            ]
-            or [F.lit(None).cast("string")]
-        ),
-        lambda x: x.isNotNull(),
+    bad_values = _non_null_texts(
+        [
+            F.when(in_image(n) & values.image_only[n].isNull(), F.lit(_bad_value_text(n, dtype)))
+            for n, dtype in types.target.items()
+        ]
     )
-    bad_order: Column = F.lit(False)
-    if table.ordering == "source":
-        source = F.col(f"{_ENV}.source")
-        order, number = source_order(op, F.col(f"{_ENV}.ts_ms"), source), None
-        no_order = (
-            "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
-            "set the table's `ordering` to a column"
-        )
-        # a position that is there but unusable is never replaced by a weaker one (spec §3)
-        given = [source["file"], source["pos"], source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
-        bad_order = order.isNull() & F.exists(F.array(*[g.isNotNull() for g in given]), lambda x: x)
-    else:
-        order, number = _ordering(table, types, values, op)
-        dtype = types.target.get(table.ordering, LongType()).simpleString()
-        no_order = (
-            f"ordering column `{table.ordering}` ({dtype}) has no usable value (missing or NULL, not an integer, "
-            "timestamp or date, or a delete/truncate without it); send it, or choose another `ordering`"
-        )
     key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
     image_name = "`after`" if table.mode == "full" else f"`{table.patch_field}`"
-    skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
-    error_class, message = _first_error(
-        [
-            # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
-            (F.encode(F.col(_JSON), "UTF-8") != F.col("value"), "MalformedJson",
-             F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
-            (F.json_object_keys(F.col(_PAYLOAD)).isNull(), "MalformedJson",
-             F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
-            (~F.col(_HAS_ENV) & F.lit(not table.columns and table.mode == "full"), "NoSchema",
-             F.lit(f"no schema envelope and table {table.name} declares no `columns`: declare `columns` "
-                   "(column: Spark SQL type) or set value.converter.schemas.enable=true")),
-            (op.isNull(), "MissingOp", F.lit(f"no `op` field; valid ops are {_VALID_OPS}")),
-            (~op.isin(*[o.value for o in Op]), "UnknownOp",
-             F.concat(F.lit("unknown op '"), op, F.lit(f"'; valid ops are {_VALID_OPS}"))),
-            (op.isin(*_IMAGE_OPS) & F.col(_IMAGE).isNull(), "MissingImage",
-             F.lit(f"a create/read/update has no {image_name} object")),
-            (F.col(_IMAGE).isNotNull() & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
-            (F.size(conflicts) > 0, "SchemaConflict",
-             F.concat(F.lit("a column's type changed incompatibly within the batch: "), F.array_join(conflicts, "; "))),
-            (F.size(bad_values) > 0, "BadValue",
-             F.concat(F.lit("value(s) do not convert to the column type: "), F.array_join(bad_values, ", "),
-                      F.lit("; fix the producer or the table's `columns`"))),
-            ((op != Op.TRUNCATE.value) & key_missing, "MissingKey",
-             F.lit(f"key column(s) {', '.join(table.key)} missing or NULL in both the Kafka key and the row; "
-                   "check the table's `key` (and the connector's message.key.columns)")),
-            (bad_order, "BadOrder",
-             F.lit("malformed source position: source.file must be a binlog file name ending in .<number>, "
-                   "source.pos/row/lsn/ts_ms non-negative integers, source.sequence a JSON array of lsn strings; "
-                   "fix the producer")),
-            (order.isNull(), "MissingOrder", F.lit(f"no order: {no_order}")),
-        ]
-    )  # fmt: skip
-    reject_columns: list[Column | str] = [
+    return [
+        # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
+        (F.encode(F.col(_JSON), "UTF-8") != F.col("value"), "MalformedJson",
+         F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
+        (F.json_object_keys(F.col(_PAYLOAD)).isNull(), "MalformedJson",
+         F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
+        (~F.col(_HAS_ENV) & F.lit(not table.columns and table.mode == "full"), "NoSchema",
+         F.lit(f"no schema envelope and table {table.name} declares no `columns`: declare `columns` "
+               "(column: Spark SQL type) or set value.converter.schemas.enable=true")),
+        (op.isNull(), "MissingOp", F.lit(f"no `op` field; valid ops are {_VALID_OPS}")),
+        (~op.isin(*[o.value for o in Op]), "UnknownOp",
+         F.concat(F.lit("unknown op '"), op, F.lit(f"'; valid ops are {_VALID_OPS}"))),
+        (op.isin(*_IMAGE_OPS) & F.col(_IMAGE).isNull(), "MissingImage",
+         F.lit(f"a create/read/update has no {image_name} object")),
+        (F.col(_IMAGE).isNotNull() & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
+        (F.size(conflicts) > 0, "SchemaConflict",
+         F.concat(F.lit("a column's type changed incompatibly within the batch: "), F.array_join(conflicts, "; "))),
+        (F.size(bad_values) > 0, "BadValue",
+         F.concat(F.lit("value(s) do not convert to the column type: "), F.array_join(bad_values, ", "),
+                  F.lit("; fix the producer or the table's `columns`"))),
+        ((op != Op.TRUNCATE.value) & key_missing, "MissingKey",
+         F.lit(f"key column(s) {', '.join(table.key)} missing or NULL in both the Kafka key and the row; "
+               "check the table's `key` (and the connector's message.key.columns)")),
+        (order.malformed, "BadOrder",
+         F.lit("malformed source position: source.file must be a binlog file name ending in .<number>, "
+               "source.pos/row/lsn/ts_ms non-negative integers, source.sequence a JSON array of lsn strings; "
+               "fix the producer")),
+        (order.order.isNull(), "MissingOrder", F.lit(f"no order: {order.missing_reason}")),
+    ]  # fmt: skip
+
+
+def _reject_columns(table: TableConfig) -> list[Column | str]:
+    """The dead-letter row of a rejected record (dead_letter.py's columns)."""
+    return [
         F.lit(table.name).alias("table"),
         "topic",
         "partition",
@@ -391,27 +401,60 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
             F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),
         ).alias("error_message"),
     ]
+
+
+def _event_columns(
+    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: _Order
+) -> list[Column | str]:
+    """The events.py contract: typed columns (masked by PRESENT), PRESENT, op, order, ts_ms, source, position."""
     masked = {
         n: F.when(op != Op.TRUNCATE.value, v) if n in table.key else F.when(F.array_contains(present, n), v)
         for n, v in values.unmasked.items()
     }
     ts_ms = (
-        _patch_ts_ms(types, table, number)
+        _patch_ts_ms(types, table, order.number)
         if table.mode == "patch"
         else source_ts_ms(F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source"))
     )
-    event_columns: list[Column | str] = [
+    return [
         *[masked[n].alias(n) for n in types.target],
         present.alias(PRESENT),
         op.alias(OP),
-        order.alias(ORDER),
+        order.order.alias(ORDER),
         ts_ms.alias(TS_MS),
         source_text(F.col(f"{_ENV}.ts_ms"), F.col(f"{_ENV}.source")).alias(SOURCE),
         F.col("topic").alias(KAFKA_TOPIC),
         F.col("partition").alias(KAFKA_PARTITION),
         F.col("offset").alias(KAFKA_OFFSET),
     ]
-    # one parse for both outputs: compute every output column once, split by the error class
+
+
+def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
+    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset).
+
+    Steps: find envelopes -> type the batch (its schemas) -> parse the change envelope -> typed
+    values -> order -> judge each record (skipped / rejected / event), all in one projection.
+    """
+    tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
+    records = _envelopes(raw)
+    envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV)) if table.mode == "full" else []
+    types = batch_types(table, envelopes)
+    records = _change_envelope(records, table, envelopes, types)
+    records, values = typed_values(
+        records,
+        types,
+        table,
+        image=F.col(_IMAGE),
+        key_json=_key_payload(),
+        top=F.col(_TOP) if table.mode == "patch" else None,
+        profile=F.col(_PROFILE),
+    )
+    op = F.col(f"{_ENV}.op")
+    present = _present(types, table, op, F.col(_RAW))
+    order = _order(table, types, values, op)
+    error_class, message = _first_error(_checks(table, types, values, op, present, order))
+    skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
+    # one parse for both outputs: compute every output column once, split by the outcome
     parsed = (
         records.withColumn(_SKIP, skip_reason)
         # a non-data record is skipped, not judged as a change event
@@ -419,11 +462,12 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         .withColumn(_ERROR, message)
         .select(
             (F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNull()).alias(_OK),
-            F.when(F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNotNull(), F.struct(
-                F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")
-            )).alias(_SKIPPED),
-            F.struct(*event_columns).alias(_EVENT),
-            F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*reject_columns)).alias(_REJECT),
+            F.when(
+                F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNotNull(),
+                F.struct(F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")),
+            ).alias(_SKIPPED),
+            F.struct(*_event_columns(table, types, values, op, present, order)).alias(_EVENT),
+            F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*_reject_columns(table))).alias(_REJECT),
         )
     )
     return DecodeResult(parsed=parsed, tombstones=tombstones, schema=types.schema)

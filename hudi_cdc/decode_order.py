@@ -100,7 +100,7 @@ def source_order(op: Column, op_ts_ms: Column, source: Column) -> Column:
     than applied with a guessed order (spec §3). Twin of events.binlog_order / lsn_order / ts_order.
     """
     rank = F.when(is_snapshot(op, source), F.lit(0)).otherwise(F.lit(1))
-    # events.binlog_file_seq: the number after the last dot of `mysql-bin.000003`
+    # the binlog file's sequence number: the digits after the last dot of `mysql-bin.000003`
     file_ok = source["file"].rlike(BINLOG_FILE_PATTERN)
     file_seq = F.substring_index(source["file"], ".", -1).cast("long")
     row = F.coalesce(source["row"], F.lit(0).cast("long"))

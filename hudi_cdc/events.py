@@ -25,14 +25,6 @@ class Op(StrEnum):
     DELETE = "d"
     TRUNCATE = "t"
 
-    @classmethod
-    def parse(cls, code: str) -> Op:
-        try:
-            return cls(code)
-        except ValueError:
-            valid = ", ".join(o.value for o in cls)
-            raise ValueError(f"unknown op {code!r}; valid ops are {valid}") from None
-
 
 class Outcome(StrEnum):
     """What happened to one consumed record (spec §6): exactly one per record, counted per table."""
@@ -114,8 +106,3 @@ def ts_order(*, ts_ms: int, partition: int, offset: int) -> str:
 def column_order(*, value: int, partition: int, offset: int) -> str:
     """ORDER from a configured ordering column (long, or timestamp as epoch micros)."""
     return f"c{value + ORDER_SHIFT:020d}" + _KAFKA_SUFFIX.format(partition=partition, offset=offset)
-
-
-def binlog_file_seq(file_name: str) -> int:
-    """`mysql-bin.000003` -> 3."""
-    return int(file_name.rsplit(".", 1)[-1])

@@ -23,7 +23,6 @@ from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError
 from hudi_cdc.events import OP, ORDER, SOURCE, TS_MS, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
-from hudi_cdc.hudi.hive_sync import MetastoreSync
 from hudi_cdc.hudi.options import write_options
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write
@@ -46,8 +45,6 @@ class BatchContext:
 
     config: Config
     batch_id: int
-    metastore: MetastoreSync | None = None
-    """Keeps Hive registrations current across batches; None when no metastore is configured."""
 
 
 def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
@@ -74,15 +71,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 metrics.tables.append(_run_table_isolating(records, counts[table.name], table, ctx))
     finally:
         routed.unpersist()
-    if ctx.metastore is not None:
-        # after every data commit of the batch: an outage delays registration, never data
-        for t in metrics.tables:
-            if t.commit_time:
-                ctx.metastore.note_commit(ctx.config.table(t.table), t.commit_time)
-        states = ctx.metastore.sync_due(raw.sparkSession, ctx.config.tables)
-        metrics.hive_sync_lagging = sorted(name for name, state in states.items() if state.lagging)
     metrics.seconds = time.monotonic() - started
-    metrics.log()
     return metrics
 
 

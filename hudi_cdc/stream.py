@@ -1,4 +1,7 @@
-"""Kafka (Spark Structured Streaming source) -> foreachBatch -> pipeline.run_batch.
+"""Kafka (Spark Structured Streaming source) -> foreachBatch -> pipeline.run_batch -> metastore sync.
+
+This module sequences everything around a batch's data work: checks at start, the metastore
+sync after each batch's commits (and its retries between batches), metrics listeners.
 
 Records are read by the executors; the driver only sees per-batch counts. The checkpoint
 location makes a rerun continue where the last one stopped. Kafka positions advance only
@@ -73,6 +76,15 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     kafka_check.check_reachable(config.kafka)
 
 
+def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Config, metrics: BatchMetrics) -> list[str]:
+    """Register the batch's commits in the metastore; the tables whose sync is still lagging."""
+    for t in metrics.tables:
+        if t.commit_time:
+            metastore.note_commit(config.table(t.table), t.commit_time)
+    states = metastore.sync_due(spark, config.tables)
+    return sorted(name for name, state in states.items() if state.lagging)
+
+
 def prometheus_listener(config: Config, *, once: bool) -> BatchListener | None:
     """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
     `job.metrics_textfile`; None when neither is configured."""
@@ -114,7 +126,11 @@ def run(
     listeners = [listener for listener in (on_batch, prometheus_listener(config, once=once)) if listener is not None]
 
     def handle(batch: DataFrame, batch_id: int) -> None:
-        metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id, metastore=metastore))
+        metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
+        if metastore is not None:
+            # after every data commit of the batch: an outage delays registration, never data
+            metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)
+        metrics.log()
         for listener in listeners:
             listener(metrics)
 
@@ -162,7 +178,9 @@ def replay_dead_letters(
         return BatchMetrics(batch_id=-1)
     raw = letters.select("key", "value", "topic", "partition", "offset").dropDuplicates(["topic", "partition", "offset"])
     # batch id -1 marks a replay in the commit metadata and the logs
-    return run_batch(raw, BatchContext(config=config, batch_id=-1))
+    metrics = run_batch(raw, BatchContext(config=config, batch_id=-1))
+    metrics.log()
+    return metrics
 
 
 def apply_retention(spark: SparkSession, config: Config) -> None:
