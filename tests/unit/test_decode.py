@@ -548,3 +548,29 @@ def test_postgres_changes_sharing_an_lsn_are_ordered_by_sequence_then_txid(spark
     events = by_offset(decode(kafka_rows(spark, records, topic=DOCS.topic), DOCS_TABLE).events)
     ordered = sorted(events.values(), key=lambda e: e["_cdc_order"])
     assert [e["version"] for e in ordered] == [1, 2, 3]
+
+
+def test_records_without_a_row_change_are_skipped_with_a_reason(spark: SparkSession) -> None:
+    """Issue 9: PostgreSQL logical messages, schema-change records and transaction markers are not bad data."""
+    message = {"op": "m", "ts_ms": 1, "source": {"lsn": 10, "ts_ms": 1}, "message": {"prefix": "audit", "content": "AQ=="}}
+    ddl = {"source": {"file": "mysql-bin.000003", "pos": 4, "ts_ms": 1}, "databaseName": "inventory",
+           "ddl": "ALTER TABLE customers ADD COLUMN x INT", "tableChanges": []}  # fmt: skip
+    marker = {"status": "BEGIN", "id": "571:53195829", "event_count": None, "data_collections": None}
+    records = [CUSTOMERS.change("c", after=ANNE)] + [(None, json.dumps(v).encode()) for v in (message, ddl, marker)]
+    result = decode(kafka_rows(spark, records), CUSTOMERS_TABLE)
+    skipped = {r["offset"]: r["reason"] for r in result.skipped.collect()}
+    assert skipped == {
+        1: "logical decoding message (op m)",
+        2: "schema change record (ddl)",
+        3: "transaction marker",
+    }
+    assert result.rejects.count() == 0 and [e["id"] for e in result.events.collect()] == [1004]
+
+
+def test_an_envelope_with_a_null_schema_is_read_as_a_plain_payload(spark: SparkSession) -> None:
+    table = TableConfig(name="customers", key=["id"], base_path="/unused", columns={"id": "int", "first_name": "string"})
+    _, value = CUSTOMERS.change("d", before=ANNE)
+    envelope = json.loads(value or b"")
+    envelope["schema"] = None
+    (event,) = decode(kafka_rows(spark, [(None, json.dumps(envelope).encode())]), table).events.collect()
+    assert (event["id"], event["_cdc_op"]) == (1004, "d")
