@@ -105,8 +105,11 @@ class TableConfig(_Frozen):
     """In patch mode, the JSON field that holds the changed columns."""
     deletes: DeleteMode = "hard"
     truncate: TruncateMode = "apply"
-    columns: dict[str, str] = Field(default_factory=dict)
-    """Column -> Spark SQL type. Required when the topic carries no schema (schemas.enable=false)."""
+    columns: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
+    """Column -> Spark SQL type, or the column's Kafka Connect schema (a mapping such as
+    `{type: bytes, name: org.apache.kafka.connect.data.Decimal, parameters: {scale: "2"}}`) for
+    values in Debezium's encodings (base64 decimals, epoch days/ms/µs). Required when the topic
+    carries no schema (schemas.enable=false)."""
     hive: HiveSync = Field(default_factory=HiveSync)
     compaction: Compaction = Field(default_factory=Compaction)
     schema_policy: SchemaPolicy = "safe"

@@ -60,10 +60,20 @@ class BatchTypes:
 
 
 def declared_columns(table: TableConfig) -> dict[str, ColumnType]:
-    """TableConfig.columns parsed; a type Spark cannot parse is a ConfigError (not a data error)."""
+    """TableConfig.columns parsed; a type that cannot be parsed is a ConfigError (not a data error).
+
+    A Spark SQL type reads values as Spark's JSON reader does; a Kafka Connect field schema
+    (a mapping) reads them in Debezium's encodings, exactly as an envelope schema would.
+    """
     types: dict[str, ColumnType] = {}
     problems: list[str] = []
     for name, ddl in table.columns.items():
+        if isinstance(ddl, dict):
+            if not isinstance(ddl.get("type"), str):
+                problems.append(f"tables[{table.name}].columns.{name}: a Connect schema needs `type` (e.g. bytes, int64)")
+                continue
+            types[name] = column_type(ddl)
+            continue
         try:
             types[name] = declared_type(ddl)
         except Exception as exc:  # Spark raises ParseException (or ValueError) for a bad DDL string

@@ -574,3 +574,27 @@ def test_an_envelope_with_a_null_schema_is_read_as_a_plain_payload(spark: SparkS
     envelope["schema"] = None
     (event,) = decode(kafka_rows(spark, [(None, json.dumps(envelope).encode())]), table).events.collect()
     assert (event["id"], event["_cdc_op"]) == (1004, "d")
+
+
+def test_schemaless_debezium_encodings_are_read_exactly_with_declared_connect_schemas(spark: SparkSession) -> None:
+    """Issue 9: schemas.enable=false sends base64 decimals and epoch dates/timestamps; declare them as Connect types."""
+    plain = DebeziumTable(server="dbserver1", database="inventory", table="customers", key=["id"], with_schema=False,
+                          columns=[c for c in CUSTOMERS.columns if c.name != "profile"])  # fmt: skip
+    table = TableConfig(
+        name="customers",
+        key=["id"],
+        base_path="/unused",
+        columns={
+            "id": "int",
+            "first_name": "string",
+            "last_name": "string",
+            "email": "string",
+            "balance": {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+                        "parameters": {"scale": "2", "connect.decimal.precision": "12"}},
+            "born": {"type": "int32", "name": "io.debezium.time.Date"},
+            "updated_at": {"type": "int64", "name": "io.debezium.time.MicroTimestamp"},
+        },
+    )  # fmt: skip
+    row = {k: v for k, v in ANNE.items() if k != "profile"}
+    (event,) = decode(kafka_rows(spark, [plain.change("c", after=row)]), table).events.collect()
+    assert {k: event[k] for k in row} == row
