@@ -30,7 +30,7 @@ from hudi_cdc.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.offsets import TRUNCATE_KEY, batch_positions, commit_metadata
 from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
-from hudi_cdc.spark_session import java_cause
+from hudi_cdc.spark_session import error_summary
 from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def _run_table_isolating(records: DataFrame, read: int, table: TableConfig, ctx:
     except Exception as first:
         log.warning(
             "table %s: batch %d failed (%s); splitting it to isolate the records that fail",
-            table.name, ctx.batch_id, _summary(first),
+            table.name, ctx.batch_id, error_summary(first),
         )
         return _isolate(records.persist(), table, ctx, first)
 
@@ -122,7 +122,7 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
                         part,
                         table=table.name,
                         error_class="BatchFailure",
-                        message=f"this record alone fails the batch: {_summary(exc)}; "
+                        message=f"this record alone fails the batch: {error_summary(exc)}; "
                         "it was isolated so the rest of the batch could be committed",
                     ),
                     ctx,
@@ -148,12 +148,6 @@ def _halves(part: DataFrame) -> list[DataFrame]:
         return [part.filter(in_first), part.filter(~in_first)]
     middle = (int(bounds[0]["lo"]) + int(bounds[0]["hi"])) // 2
     return [part.filter(F.col("offset") <= middle), part.filter(F.col("offset") > middle)]
-
-
-def _summary(exc: BaseException) -> str:
-    """One line saying why, Java's exception chain included, short enough for a log line or a message."""
-    text = str(exc).strip().splitlines()
-    return (java_cause(exc) or f"{type(exc).__name__}: {text[0] if text else ''}")[:500]
 
 
 def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:

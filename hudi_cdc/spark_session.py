@@ -105,3 +105,9 @@ def java_cause(exc: BaseException) -> str | None:
     if not chain:
         return None
     return chain[0] if len(chain) == 1 else f"{chain[0]} <- root cause {chain[-1]}"
+
+
+def error_summary(exc: BaseException) -> str:
+    """One line saying why, for a log line or a stored message: the Java cause chain when there is one."""
+    text = str(exc).strip().splitlines()
+    return (java_cause(exc) or f"{type(exc).__name__}: {text[0] if text else ''}")[:500]

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from hudi_cdc.config import TableConfig, TableType
 from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.table import table_exists
-from hudi_cdc.spark_session import hadoop_conf, java_cause, jvm
+from hudi_cdc.spark_session import error_summary, hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class MetastoreSync:
                 sync_table(spark, table, self.metastore_uris)
             except Exception as exc:
                 state.failed_attempts += 1
-                state.last_error = _first_line(exc)
+                state.last_error = error_summary(exc)
                 log.warning(
                     "table %s: hive sync failed (attempt %d), commit %s stands, retrying next batch: %s",
                     table.name,
@@ -212,15 +212,6 @@ class MetastoreSync:
 def state_path(checkpoint_dir: str) -> str:
     """Where a job records its metastore sync state (beside its checkpoint)."""
     return checkpoint_dir.rstrip("/") + "_hive_sync.json"
-
-
-def _first_line(exc: BaseException) -> str:
-    """One line saying why: for a JVM exception, its top message and its root cause's."""
-    cause = java_cause(exc)
-    if cause:
-        return cause[:500]
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
 
 
 def read_state(spark: SparkSession, path: str) -> dict[str, Any]:
