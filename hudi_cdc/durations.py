@@ -18,16 +18,17 @@ _DURATION = re.compile(r"^\s*(?P<amount>\d+(?:\.\d+)?)\s+(?P<unit>second|minute|
 DURATION_SYNTAX = "a positive number and a unit: `30 seconds`, `2 minutes`, `1 hour`, `7 days` (singular or plural)"
 
 
-def parse_duration(text: str) -> timedelta:
+def parse_duration(text: str, *, allow_zero: bool = False) -> timedelta:
     """`<number> <unit>` with unit second, minute, hour or day (optionally plural) -> timedelta.
 
-    Raises ValueError naming the accepted syntax for anything else (`banana`, `10s`, `-1 day`, `0 seconds`).
+    Raises ValueError naming the accepted syntax for anything else (`banana`, `10s`, `-1 day`,
+    and `0 seconds` unless `allow_zero`).
     """
     match = _DURATION.match(text)
     if match is None:
         raise ValueError(f"{text!r} is not a duration; write {DURATION_SYNTAX}")
     seconds = float(match["amount"]) * _UNITS[match["unit"].lower()]
-    if seconds <= 0:
+    if seconds < 0 or (seconds == 0 and not allow_zero):
         raise ValueError(f"{text!r} is not a positive duration; write {DURATION_SYNTAX}")
     return timedelta(seconds=seconds)
 

@@ -11,6 +11,8 @@ log = logging.getLogger(__name__)
 
 OUTCOMES = tuple(o.value for o in Outcome)
 """Outcome names, in report order; each is a count field of TableMetrics."""
+COUNTED = ("read", *OUTCOMES, "isolated", "behind_watermark")
+"""The counts a commit records (see hudi_cdc.progress)."""
 
 
 @dataclass
@@ -35,9 +37,15 @@ class TableMetrics:
     dead_letter: int = 0
     isolated: int = 0
     """Of dead_letter: records that failed the batch on their own and were isolated by splitting it."""
+    behind_watermark: int = 0
+    """Change events older than the watermark the table had already committed (applied or late)."""
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
+    watermark_ts_ms: int | None = None
+    """The table's committed freshness watermark after the batch (hudi_cdc.progress)."""
+    replayed: bool = False
+    """The batch was committed before a restart: these are that commit's counts, nothing was applied again."""
     error: str | None = None
     """Set when the table was stopped for this batch (its records went to the dead-letter store)."""
 
@@ -50,9 +58,10 @@ class TableMetrics:
 
     def absorb(self, other: TableMetrics) -> None:
         """Add the counts of `other` (a part of the same batch) to these; its newest commit wins."""
-        for name in (*OUTCOMES, "read", "upserted_rows", "deleted_rows", "isolated"):
+        for name in (*COUNTED, "upserted_rows", "deleted_rows"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
+        self.watermark_ts_ms = other.watermark_ts_ms or self.watermark_ts_ms
         self.error = other.error or self.error
 
     def balanced(self) -> bool:
@@ -80,11 +89,23 @@ class BatchMetrics:
         """One INFO line per table, WARNING when the counts do not add up or a table stopped."""
         for t in self.tables:
             counts = " ".join(f"{name}={getattr(t, name)}" for name in OUTCOMES)
-            line = "batch %d table %s: read=%d %s upserted_rows=%d deleted_rows=%d commit=%s"
-            args = (self.batch_id, t.table, t.read, counts, t.upserted_rows, t.deleted_rows, t.commit_time)
+            line = "batch %d table %s: read=%d %s upserted_rows=%d deleted_rows=%d commit=%s watermark=%s%s"
+            args = (
+                self.batch_id, t.table, t.read, counts, t.upserted_rows, t.deleted_rows, t.commit_time,
+                t.watermark_ts_ms, " (committed before a restart; not applied again)" if t.replayed else "",
+            )  # fmt: skip
             if t.error or not t.balanced():
                 log.warning(line + " error=%s", *args, t.error or "counts do not add up")
             else:
                 log.info(line, *args)
+            if t.behind_watermark:
+                log.warning(
+                    "batch %d table %s: %d change event(s) older than the watermark already committed",
+                    self.batch_id, t.table, t.behind_watermark,
+                )  # fmt: skip
         if self.unrouted:
-            log.warning("batch %d: %d records on unrouted topics went to the dead-letter store", self.batch_id, self.unrouted)
+            log.warning(
+                "batch %d: %d records on unrouted topics went to the dead-letter store",
+                self.batch_id,
+                self.unrouted,
+            )

@@ -3,36 +3,66 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.hudi.options import COMMIT_METADATA_PREFIX_DEFAULT
+from hudi_cdc.progress import Positions, Progress
 
 OFFSETS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "kafka_offsets"
+"""topic -> partition -> the newest offset the commit applied."""
+FIRST_OFFSETS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "kafka_offsets_from"
+"""topic -> partition -> the oldest offset the commit applied (with OFFSETS_KEY: the range)."""
 BATCH_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "batch_id"
 JOB_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "job"
 TRUNCATE_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
 
 
-def batch_positions(raw: DataFrame) -> dict[str, dict[str, int]]:
-    """topic -> partition -> newest offset in `raw` (one small aggregation)."""
-    positions: dict[str, dict[str, int]] = {}
-    for row in raw.groupBy("topic", "partition").agg(F.max("offset").alias("offset")).collect():
-        positions.setdefault(row["topic"], {})[str(row["partition"])] = int(row["offset"])
-    return positions
+@dataclass(frozen=True)
+class KafkaRange:
+    """The Kafka records of one table in one batch (or part of a batch): per partition, first and last offset."""
+
+    first: Positions
+    last: Positions
+
+    def is_range_of(self, metadata: Mapping[str, str]) -> bool:
+        """Did the commit with this extra metadata apply exactly these records?"""
+        first = json.loads(metadata.get(FIRST_OFFSETS_KEY) or "null")
+        last = json.loads(metadata.get(OFFSETS_KEY) or "null")
+        return bool(first == self.first and last == self.last)
+
+
+def batch_range(raw: DataFrame) -> KafkaRange:
+    """The Kafka range of `raw` (one small aggregation)."""
+    first: Positions = {}
+    last: Positions = {}
+    bounds = raw.groupBy("topic", "partition").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+    for row in bounds.collect():
+        first.setdefault(row["topic"], {})[str(row["partition"])] = int(row["lo"])
+        last.setdefault(row["topic"], {})[str(row["partition"])] = int(row["hi"])
+    return KafkaRange(first=first, last=last)
 
 
 def commit_metadata(
-    *, job: str, batch_id: int, positions: dict[str, dict[str, int]], truncate: dict[str, Any] | None = None
+    *,
+    job: str,
+    batch_id: int,
+    kafka: KafkaRange,
+    progress: Progress,
+    truncate: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file."""
     metadata = {
-        OFFSETS_KEY: json.dumps(positions, sort_keys=True),
+        OFFSETS_KEY: json.dumps(kafka.last, sort_keys=True),
+        FIRST_OFFSETS_KEY: json.dumps(kafka.first, sort_keys=True),
         BATCH_KEY: str(batch_id),
         JOB_KEY: job,
+        **progress.to_metadata(),
     }
     if truncate is not None:
         metadata[TRUNCATE_KEY] = json.dumps(truncate, sort_keys=True)

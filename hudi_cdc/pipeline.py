@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc import dead_letter
@@ -21,13 +21,14 @@ from hudi_cdc.collapse import Truncation, fold
 from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError
-from hudi_cdc.events import OP, ORDER, SOURCE, TS_MS, Op, Outcome
+from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.options import write_options
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write
-from hudi_cdc.metrics import BatchMetrics, TableMetrics
-from hudi_cdc.offsets import TRUNCATE_KEY, batch_positions, commit_metadata
+from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
+from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, batch_range, commit_metadata
+from hudi_cdc.progress import Mark, Progress, counts_of
 from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
 from hudi_cdc.spark_session import error_summary
@@ -53,7 +54,9 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     metrics = BatchMetrics(batch_id=ctx.batch_id)
     routed = route(raw, ctx.config).persist()
     try:
-        counts = {row[TABLE_COLUMN]: int(row["count"]) for row in routed.groupBy(TABLE_COLUMN).count().collect()}
+        counts = {
+            row[TABLE_COLUMN]: int(row["count"]) for row in routed.groupBy(TABLE_COLUMN).count().collect()
+        }
         metrics.unrouted = counts.pop(None, 0)
         if metrics.unrouted:
             _dead_letter(
@@ -75,7 +78,9 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     return metrics
 
 
-def _run_table_isolating(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+def _run_table_isolating(
+    records: DataFrame, read: int, table: TableConfig, ctx: BatchContext
+) -> TableMetrics:
     """Apply one table's records; a failure tied to some records never stops the table.
 
     A record can break a Spark job in ways decoding did not foresee (an expression that throws on
@@ -92,7 +97,9 @@ def _run_table_isolating(records: DataFrame, read: int, table: TableConfig, ctx:
     except Exception as first:
         log.warning(
             "table %s: batch %d failed (%s); splitting it to isolate the records that fail",
-            table.name, ctx.batch_id, error_summary(first),
+            table.name,
+            ctx.batch_id,
+            error_summary(first),
         )
         return _isolate(records.persist(), table, ctx, first)
 
@@ -132,13 +139,22 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
                 metrics.isolated += 1
     finally:
         records.unpersist()
-    log.warning("table %s: batch %d: %d record(s) isolated to the dead-letter store", table.name, ctx.batch_id, metrics.isolated)
+    log.warning(
+        "table %s: batch %d: %d record(s) isolated to the dead-letter store",
+        table.name,
+        ctx.batch_id,
+        metrics.isolated,
+    )
     return metrics
 
 
 def _halves(part: DataFrame) -> list[DataFrame]:
     """Split records in two by Kafka position: by (topic, partition) when several, else by offset."""
-    bounds = part.groupBy("topic", "partition").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect()
+    bounds = (
+        part.groupBy("topic", "partition")
+        .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+        .collect()
+    )
     bounds.sort(key=lambda b: (b["topic"], b["partition"]))
     if len(bounds) > 1:
         first = bounds[: len(bounds) // 2]
@@ -152,9 +168,14 @@ def _halves(part: DataFrame) -> list[DataFrame]:
 
 def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
-    metrics = TableMetrics(table=table.name, read=read)
     spark = records.sparkSession
     stored = read_table(spark, table.base_path)
+    committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
+    kafka = batch_range(records)
+    if _committed_already(committed, kafka, ctx):
+        return _as_committed(table, committed, ctx)
+    previous = Progress.from_metadata(committed)
+    metrics = TableMetrics(table=table.name, read=read, watermark_ts_ms=previous.watermark_ts_ms)
     decoded = decode(records, table).cached()
     folded: DataFrame | None = None
     try:
@@ -167,13 +188,15 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             log.error("%s", exc)
             # the table stops for this batch; none of its records is lost
             _dead_letter(
-                dead_letter.raw_as_rejects(records, table=table.name, error_class="SchemaChangeError", message=str(exc)),
+                dead_letter.raw_as_rejects(
+                    records, table=table.name, error_class="SchemaChangeError", message=str(exc)
+                ),
                 ctx,
             )
             return TableMetrics(table=table.name, read=read, dead_letter=read, error=str(exc))
 
         events = decoded.events
-        remembered = _remembered_truncate(spark, table) if stored is not None else None
+        remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
         changes, truncation, ignored = _split_truncates(events, table)
         metrics.truncate_ignored = ignored
         result = fold(
@@ -193,6 +216,8 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         if truncation is not None:
             metrics.deleted += _count_applied_truncates(events, table)
         newest_truncate = max((t for t in (truncation, remembered) if t), key=lambda t: t.order, default=None)
+        marks, metrics.behind_watermark = _batch_marks(events, kafka, previous.watermark_ts_ms)
+        progress = previous.after(counts_of(metrics), marks)
         written = writer.write(
             rows_to_write(folded, schema, table),
             table=table.name,
@@ -201,12 +226,15 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             commit_metadata=commit_metadata(
                 job=ctx.config.job.name,
                 batch_id=ctx.batch_id,
-                positions=batch_positions(records),
+                kafka=kafka,
+                progress=progress,
                 truncate=asdict(newest_truncate) if newest_truncate else None,
             ),
         )
         metrics.upserted_rows, metrics.deleted_rows = written.upserted, written.deleted
         metrics.commit_time = written.commit_time
+        if written.commit_time:
+            metrics.watermark_ts_ms = progress.watermark_ts_ms
         return metrics
     finally:
         decoded.parsed.unpersist()
@@ -219,29 +247,73 @@ def _count_unapplied(decoded: DecodeResult, metrics: TableMetrics, ctx: BatchCon
     metrics.tombstone = decoded.tombstones.count()
     metrics.skipped = decoded.skipped.count()
     if metrics.skipped:
-        log.info("table %s: skipped %d record(s) without a row change (%s)", metrics.table, metrics.skipped,
-                 ", ".join(r["reason"] for r in decoded.skipped.select("reason").distinct().collect()))
+        log.info(
+            "table %s: skipped %d record(s) without a row change (%s)",
+            metrics.table,
+            metrics.skipped,
+            ", ".join(r["reason"] for r in decoded.skipped.select("reason").distinct().collect()),
+        )
     rejects = decoded.rejects
     metrics.dead_letter = rejects.count()
     if metrics.dead_letter:
         _dead_letter(rejects, ctx)
 
 
-def _remembered_truncate(spark: SparkSession, table: TableConfig) -> Truncation | None:
-    """The table's newest applied truncate of earlier batches, from its last commit's metadata."""
-    text = timeline.latest_job_metadata(spark, table.base_path).get(TRUNCATE_KEY)
-    return Truncation(**json.loads(text)) if text else None
+def _committed_already(committed: dict[str, str], kafka: KafkaRange, ctx: BatchContext) -> bool:
+    """Is the table's newest commit this very batch (Hudi committed it, then the job died before
+    Spark's checkpoint moved, so Spark replays it)?"""
+    return (
+        committed.get(BATCH_KEY) == str(ctx.batch_id)
+        and committed.get(JOB_KEY) == ctx.config.job.name
+        and kafka.is_range_of(committed)
+    )
+
+
+def _as_committed(table: TableConfig, committed: dict[str, str], ctx: BatchContext) -> TableMetrics:
+    """The counts of the commit that already applied this batch; nothing is applied or counted twice."""
+    progress = Progress.from_metadata(committed)
+    log.info("table %s: batch %d was committed before a restart; not applied again", table.name, ctx.batch_id)
+    metrics = TableMetrics(table=table.name, replayed=True, watermark_ts_ms=progress.watermark_ts_ms)
+    for name, count in progress.counts.items():
+        if name in COUNTED:
+            setattr(metrics, name, count)
+    return metrics
+
+
+def _batch_marks(
+    events: DataFrame, kafka: KafkaRange, watermark: int | None
+) -> tuple[dict[str, dict[str, Mark]], int]:
+    """Per topic partition, the newest source time of the batch's events and its last offset;
+    and how many events are older than the watermark the table had already committed."""
+    behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
+    newest = {
+        (row[KAFKA_TOPIC], str(row[KAFKA_PARTITION])): (row["ts_ms"], int(row["behind"] or 0))
+        for row in events.groupBy(KAFKA_TOPIC, KAFKA_PARTITION)
+        .agg(F.max(TS_MS).alias("ts_ms"), F.sum(behind.cast("int")).alias("behind"))
+        .collect()
+    }
+    marks = {
+        topic: {
+            p: Mark(ts_ms=newest.get((topic, p), (None, 0))[0], offset=last) for p, last in partitions.items()
+        }
+        for topic, partitions in kafka.last.items()
+    }
+    return marks, sum(b for _, b in newest.values())
 
 
 def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
-    dead_letter.store(rejects, path=ctx.config.job.dead_letter_path, job=ctx.config.job.name, batch_id=ctx.batch_id)
+    dead_letter.store(
+        rejects, path=ctx.config.job.dead_letter_path, job=ctx.config.job.name, batch_id=ctx.batch_id
+    )
 
 
 def _split_truncates(events: DataFrame, table: TableConfig) -> tuple[DataFrame, Truncation | None, int]:
     """Separate truncate events: the newest one becomes a table-wide delete, or all are ignored."""
     truncates = events.filter(F.col(OP) == Op.TRUNCATE.value)
     changes = events.filter(F.col(OP) != Op.TRUNCATE.value)
-    newest = truncates.agg(F.max(F.struct(ORDER, TS_MS, SOURCE)).alias("t"), F.count(F.lit(1)).alias("n")).first()
+    newest = truncates.agg(
+        F.max(F.struct(ORDER, TS_MS, SOURCE)).alias("t"), F.count(F.lit(1)).alias("n")
+    ).first()
     if newest is None or not newest["n"]:
         return changes, None, 0
     if table.truncate == "ignore":

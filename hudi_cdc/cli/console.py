@@ -12,7 +12,7 @@ import click
 
 from hudi_cdc.cli.output import output_for
 from hudi_cdc.config import Config, load_config
-from hudi_cdc.errors import CdcError
+from hudi_cdc.errors import CdcError, ConfigError
 from hudi_cdc.logging_setup import configure
 
 if TYPE_CHECKING:
@@ -287,6 +287,54 @@ def _session(job: str, purpose: str) -> SparkSession:
 def _config_and_spark(config_path: str, purpose: str) -> tuple[Config, SparkSession]:
     config = load_config(config_path)
     return config, _session(config.job.name, purpose)
+
+
+@cli.command()
+@config_option
+@click.argument("table")
+@click.option(
+    "--wait-until",
+    "until",
+    callback=_point_in_time,
+    help="Wait until TABLE is complete up to this source time (ISO-8601; UTC unless an offset is given).",
+)
+@click.option("--timeout", default="1 hour", show_default=True, help="Give up waiting after this long.")
+@click.option("--poll", default="30 seconds", show_default=True, help="How often to look while waiting.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@catch_errors
+def watermark(config_path: str, table: str, until: datetime | None, timeout: str, poll: str, as_json: bool) -> None:
+    """Print TABLE's freshness watermark: the source time up to which every change is in the table.
+
+    With --wait-until T, wait until the watermark reaches T. Exit codes: 0 reached (or, without
+    --wait-until, the table has a watermark), 3 not reached before --timeout (or no watermark
+    yet), 1 error (bad configuration, unknown table).
+    """
+    from hudi_cdc.durations import parse_duration
+    from hudi_cdc.hudi.table import table_exists
+    from hudi_cdc.hudi.timeline import latest_job_metadata
+    from hudi_cdc.progress import Progress
+    from hudi_cdc.watermark import EXIT_NOT_REACHED, wait_until
+
+    try:
+        limits = parse_duration(timeout, allow_zero=True), parse_duration(poll)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    config = load_config(config_path)
+    names = [t.name for t in config.tables]
+    if table not in names:
+        raise ConfigError(config_path, [f"no table {table!r}; its tables are {', '.join(names)}"])
+    target = config.table(table)
+    spark = _session(config.job.name, "watermark")
+
+    def read() -> int | None:
+        if not table_exists(spark, target.base_path):
+            return None
+        return Progress.from_metadata(latest_job_metadata(spark, target.base_path)).watermark_ts_ms
+
+    freshness = wait_until(read, table=table, until=until, timeout=limits[0], poll=limits[1])
+    output_for(as_json).table("watermark", [freshness.as_row()])
+    if not freshness.reached:
+        sys.exit(EXIT_NOT_REACHED)
 
 
 @cli.command("resume-binlog")

@@ -20,6 +20,8 @@ from pyspark.sql import SparkSession
 from hudi_cdc.config import TableConfig, TableType
 from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.table import table_exists
+from hudi_cdc.hudi.timeline import latest_job_metadata
+from hudi_cdc.progress import Progress, iso_utc
 from hudi_cdc.spark_session import error_summary, hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,11 @@ SKIP_RO_SUFFIX_DEFAULT = "false"
 # snapshot-style table; Trino reads it as stale as `_rt`, so only `_ro` and `_rt` are registered
 SNAPSHOT_WITH_TABLE_NAME = "hoodie.meta.sync.sync_snapshot_with_table_name"
 SNAPSHOT_WITH_TABLE_NAME_DEFAULT = "false"
+TABLE_PROPERTIES = "hoodie.datasource.hive_sync.table_properties"
+"""Extra metastore table properties, one `key=value` per line; Hudi sets them at every sync."""
+WATERMARK_PROPERTY = "hudi_cdc.watermark"
+"""Published with every sync: the registered commit's freshness watermark (ISO-8601 UTC)."""
+WATERMARK_TS_MS_PROPERTY = "hudi_cdc.watermark_ts_ms"
 RO_SUFFIX = "_ro"
 RT_SUFFIX = "_rt"
 
@@ -126,6 +133,12 @@ def sync_table(spark: SparkSession, table: TableConfig, metastore_uris: str) -> 
     props = gateway.java.util.Properties()
     for key, value in sync_options(table, metastore_uris).items():
         props.setProperty(key, value)
+    # readers of the metastore (schedulers, catalog tools) see how fresh the registered data is
+    watermark = Progress.from_metadata(latest_job_metadata(spark, table.base_path)).watermark_ts_ms
+    if watermark is not None:
+        props.setProperty(
+            TABLE_PROPERTIES, f"{WATERMARK_PROPERTY}={iso_utc(watermark)}\n{WATERMARK_TS_MS_PROPERTY}={watermark}"
+        )
     conf = gateway.org.apache.hadoop.conf.Configuration(hadoop_conf(spark))
     conf.set("hive.metastore.uris", metastore_uris)
     # fail fast while the metastore is down instead of retrying for minutes inside the batch

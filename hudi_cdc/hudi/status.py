@@ -11,6 +11,7 @@ from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi import fs, retention
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.hudi.timeline import summary
+from hudi_cdc.progress import iso_utc
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,11 @@ class TableStatus:
     applied_through: dict[str, dict[str, int]] = field(default_factory=dict)
     """topic -> partition -> newest Kafka offset of the last commit."""
     last_batch: int | None = None
+    watermark: str | None = None
+    """Source time (UTC, ISO-8601) through which every partition is applied; see hudi_cdc.progress."""
+    committed_counts: dict[str, int] = field(default_factory=dict)
+    """Outcome counts of every committed batch, summed (exact across crashes and replays)."""
+    last_commit_counts: dict[str, int] = field(default_factory=dict)
     pending_compactions: int = 0
     last_compaction: str | None = None
     files: int = 0
@@ -50,6 +56,9 @@ class TableStatus:
             "last_action": self.last_action,
             "applied_through": self.applied_through,
             "last_batch": self.last_batch,
+            "watermark": self.watermark,
+            "committed_counts": self.committed_counts,
+            "last_commit_counts": self.last_commit_counts,
             "pending_compactions": self.pending_compactions,
             "last_compaction": self.last_compaction,
             "files": self.files,
@@ -100,6 +109,9 @@ def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, 
         last_action=timeline.last_action,
         applied_through=timeline.applied_through,
         last_batch=timeline.last_batch_id,
+        watermark=iso_utc(timeline.progress.watermark_ts_ms),
+        committed_counts=timeline.progress.totals,
+        last_commit_counts=timeline.progress.counts,
         pending_compactions=len(timeline.pending_compactions),
         last_compaction=timeline.last_compaction,
         files=files,

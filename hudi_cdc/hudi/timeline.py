@@ -9,6 +9,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.offsets import BATCH_KEY, OFFSETS_KEY
+from hudi_cdc.progress import Progress
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
@@ -24,6 +25,8 @@ class TimelineSummary:
     last_batch_id: int | None
     pending_compactions: list[str]
     last_compaction: str | None
+    progress: Progress
+    """Committed counts and freshness watermark, as of the newest hudi_cdc commit."""
 
 
 def _meta_client(spark: SparkSession, base_path: str) -> Any:
@@ -34,11 +37,16 @@ def _meta_client(spark: SparkSession, base_path: str) -> Any:
 
 def latest_job_metadata(spark: SparkSession, base_path: str) -> dict[str, str]:
     """The extra metadata of the newest commit hudi_cdc made (compactions and cleans carry none); {} if none."""
-    gateway = jvm(spark)
-    commits = _meta_client(spark, base_path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-    for candidate in reversed(list(commits.getInstants())):
-        extra = gateway.org.apache.hudi.common.table.timeline.TimelineUtils.getCommitMetadata(candidate, commits)
-        meta = dict(extra.getExtraMetadata())
+    return _latest_job_metadata(spark, _meta_client(spark, base_path))
+
+
+def _latest_job_metadata(spark: SparkSession, client: Any) -> dict[str, str]:
+    # newest first, stopping at the first of ours: a handful of JVM calls, not one per instant
+    commits = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    utils = jvm(spark).org.apache.hudi.common.table.timeline.TimelineUtils
+    instants = commits.getReverseOrderedInstants().iterator()
+    while instants.hasNext():
+        meta = dict(utils.getCommitMetadata(instants.next(), commits).getExtraMetadata())
         if OFFSETS_KEY in meta:
             return {str(k): str(v) for k, v in meta.items()}
     return {}
@@ -46,26 +54,15 @@ def latest_job_metadata(spark: SparkSession, base_path: str) -> dict[str, str]:
 
 def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
     """Last commit and its Kafka positions, pending and last compaction."""
-    gateway = jvm(spark)
     client = _meta_client(spark, base_path)
     active = client.getActiveTimeline()
-    commits = active.getCommitsTimeline().filterCompletedInstants()
-    last = commits.lastInstant()
-    applied: dict[str, dict[str, int]] = {}
-    batch_id = None
+    last = active.getCommitsTimeline().filterCompletedInstants().lastInstant()
     last_commit = last_action = completed = None
     if last.isPresent():
         instant = last.get()
         last_commit, last_action = str(instant.requestedTime()), str(instant.getAction())
         completed = str(instant.getCompletionTime())
-        # the newest commit carrying our metadata (compaction commits carry none)
-        for candidate in reversed(list(commits.getInstants())):
-            extra = gateway.org.apache.hudi.common.table.timeline.TimelineUtils.getCommitMetadata(candidate, commits)
-            meta = dict(extra.getExtraMetadata())
-            if OFFSETS_KEY in meta:
-                applied = json.loads(meta[OFFSETS_KEY])
-                batch_id = int(meta[BATCH_KEY]) if BATCH_KEY in meta else None
-                break
+    ours = _latest_job_metadata(spark, client)
     pending = [str(i.requestedTime()) for i in active.filterPendingCompactionTimeline().getInstants()]
     done = active.getCommitTimeline().filterCompletedInstants().getInstants()
     compactions = [str(i.requestedTime()) for i in done if str(i.getAction()) == "commit"]
@@ -74,8 +71,9 @@ def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
         last_commit=last_commit,
         last_action=last_action,
         last_completed_at=completed,
-        applied_through=applied,
-        last_batch_id=batch_id,
+        applied_through=json.loads(ours.get(OFFSETS_KEY) or "{}"),
+        last_batch_id=int(ours[BATCH_KEY]) if BATCH_KEY in ours else None,
+        progress=Progress.from_metadata(ours),
         pending_compactions=pending,
         last_compaction=(compactions[-1] if compactions and is_mor else None),
     )

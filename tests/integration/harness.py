@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import yaml
 from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
 
@@ -45,23 +46,32 @@ class Job:
     def path(self, table: str) -> str:
         return str(self.root / "warehouse" / table)
 
+    def config_dict(self, **job: Any) -> dict[str, Any]:
+        """The job's configuration as a user's YAML file holds it; `job` adds `job:` settings."""
+        return {
+            "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers},
+            "job": {
+                "name": f"test-{self.suffix}",
+                "checkpoint_dir": str(self.root / self.checkpoint),
+                "dead_letter_path": str(self.root / "dead_letter"),
+                "metastore_uris": self.metastore_uris,
+                **job,
+            },
+            "routes": [{"topic": self.topic(t["name"]), "table": t["name"]} for t in self.tables],
+            "tables": [
+                {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t} for t in self.tables
+            ],
+        }
+
+    def config_file(self, **job: Any) -> Path:
+        """Write the configuration to `<root>/job.yaml` for the CLI."""
+        path = self.root / "job.yaml"
+        path.write_text(yaml.safe_dump(self.config_dict(**job)))
+        return path
+
     @property
     def config(self) -> Config:
-        return parse_config(
-            {
-                "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers},
-                "job": {
-                    "name": f"test-{self.suffix}",
-                    "checkpoint_dir": str(self.root / self.checkpoint),
-                    "dead_letter_path": str(self.root / "dead_letter"),
-                    "metastore_uris": self.metastore_uris,
-                },
-                "routes": [{"topic": self.topic(t["name"]), "table": t["name"]} for t in self.tables],
-                "tables": [
-                    {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t} for t in self.tables
-                ],
-            }
-        )
+        return parse_config(self.config_dict())
 
     def produce(self, table: str, records: Iterable[KafkaRecord]) -> None:
         topic = self.topic(table)
