@@ -68,11 +68,24 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
+        self.watermark = Gauge(
+            "hudi_cdc_watermark_timestamp_seconds",
+            "Source time (Unix) through which the table is complete; its age is time() minus this.",
+            labels,
+            registry=self.registry,
+        )
+        self.behind_watermark = Counter(
+            "hudi_cdc_records_behind_watermark",
+            "Change events older than the watermark the table had already committed.",
+            labels,
+            registry=self.registry,
+        )
         for table in self.tables:
             # every table is visible from the start, with zero counts
             for outcome in OUTCOMES:
                 self.records.labels(self.job, table, outcome)
             self.read.labels(self.job, table)
+            self.behind_watermark.labels(self.job, table)
             self.hive_sync_lagging.labels(self.job, table).set(0)
         self.unrouted.labels(self.job)
 
@@ -89,6 +102,9 @@ class JobMetrics:
                 self.stopped.labels(self.job, t.table).inc()
             if t.commit_time:
                 self.last_commit.labels(self.job, t.table).set(now)
+            if t.watermark_ts_ms is not None:
+                self.watermark.labels(self.job, t.table).set(t.watermark_ts_ms / 1000)
+            self.behind_watermark.labels(self.job, t.table).inc(t.behind_watermark)
         self.unrouted.labels(self.job).inc(batch.unrouted)
         self.batch_seconds.labels(self.job).observe(batch.seconds)
         self.last_batch.labels(self.job).set(now)

@@ -46,16 +46,16 @@ class Job:
     def path(self, table: str) -> str:
         return str(self.root / "warehouse" / table)
 
-    def config_dict(self, **job: Any) -> dict[str, Any]:
-        """The job's configuration as a user's YAML file holds it; `job` adds `job:` settings."""
+    def config_dict(self, *, job: dict[str, Any] | None = None, kafka: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The job's configuration as a user's YAML file holds it, plus `job:` and `kafka:` settings."""
         return {
-            "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers},
+            "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers, **(kafka or {})},
             "job": {
                 "name": f"test-{self.suffix}",
                 "checkpoint_dir": str(self.root / self.checkpoint),
                 "dead_letter_path": str(self.root / "dead_letter"),
                 "metastore_uris": self.metastore_uris,
-                **job,
+                **(job or {}),
             },
             "routes": [{"topic": self.topic(t["name"]), "table": t["name"]} for t in self.tables],
             "tables": [
@@ -63,10 +63,10 @@ class Job:
             ],
         }
 
-    def config_file(self, **job: Any) -> Path:
+    def config_file(self, *, job: dict[str, Any] | None = None, kafka: dict[str, Any] | None = None) -> Path:
         """Write the configuration to `<root>/job.yaml` for the CLI."""
         path = self.root / "job.yaml"
-        path.write_text(yaml.safe_dump(self.config_dict(**job)))
+        path.write_text(yaml.safe_dump(self.config_dict(job=job, kafka=kafka)))
         return path
 
     @property

@@ -91,7 +91,7 @@ def test_a_batch_replayed_after_a_crash_is_neither_applied_nor_counted_twice(
     assert parameters[hive_sync.WATERMARK_PROPERTY] == iso_utc(T0 + 500)
 
     # the scheduler's command: complete up to T0 + 500 ms, not up to a second later
-    config_file = job.config_file(metastore_uris=None)
+    config_file = job.config_file(job={"metastore_uris": None})
     runner = CliRunner()
     reached = runner.invoke(cli, ["watermark", "people", "--config", str(config_file), "--json",
                                   "--wait-until", "2025-11-23T10:00:00.500Z", "--timeout", "0 seconds"])  # fmt: skip

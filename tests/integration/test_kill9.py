@@ -98,10 +98,10 @@ def test_sigkill_at_random_points_loses_duplicates_and_miscounts_nothing(
         reference.apply_all(events)
         expected[name] = sorted(({c: r[c] for c in ["id", *DATA]} for r in reference.rows().values()), key=str)
 
-    config = job.config_file(max_offsets_per_trigger=40, trigger_interval="1 second")
+    config = job.config_file(job={"trigger_interval": "1 second"}, kafka={"max_offsets_per_trigger": 30})
     log = tmp_path / "job.log"
     for _ in range(KILLS):
-        _run_and_kill(config, delay=rng.uniform(8, 40), log=log)
+        _run_and_kill(config, delay=rng.uniform(15, 50), log=log)
     job.run()  # the scheduled run that finishes the stream, in this process
 
     context = f"seed {seed}, job log {log}"

@@ -85,3 +85,13 @@ def test_metrics_settings_are_validated() -> None:
     assert _config(metrics_port=9464, metrics_textfile="/var/lib/node_exporter/hudi_cdc.prom").job.metrics_port == 9464
     with pytest.raises(ConfigError, match=r"job\.metrics_port"):
         _config(metrics_port=70000)
+
+
+def test_watermark_is_a_gauge_in_seconds_and_events_behind_it_are_counted() -> None:
+    metrics = JobMetrics(_config())
+    table = TableMetrics(table="orders", read=4, applied=3, late=1, behind_watermark=1, watermark_ts_ms=1_700_000_000_500)
+    metrics.observe(BatchMetrics(batch_id=0, tables=[table]))
+    samples = _samples(metrics.render())
+    assert samples[_key("hudi_cdc_watermark_timestamp_seconds", table="orders")] == 1_700_000_000.5
+    assert samples[_key("hudi_cdc_records_behind_watermark_total", table="orders")] == 1
+    assert samples[_key("hudi_cdc_records_behind_watermark_total", table="customers")] == 0
