@@ -42,6 +42,8 @@ class TableMetrics:
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
+    applied_through: dict[str, dict[str, int]] = field(default_factory=dict)
+    """topic -> partition -> the last Kafka offset of the table's records in this batch."""
     watermark_ts_ms: int | None = None
     """The table's committed freshness watermark after the batch (hudi_cdc.progress)."""
     replayed: bool = False
@@ -62,6 +64,10 @@ class TableMetrics:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
         self.watermark_ts_ms = other.watermark_ts_ms or self.watermark_ts_ms
+        for topic, partitions in other.applied_through.items():
+            mine = self.applied_through.setdefault(topic, {})
+            for partition, offset in partitions.items():
+                mine[partition] = max(offset, mine.get(partition, offset))
         self.error = other.error or self.error
 
     def balanced(self) -> bool:

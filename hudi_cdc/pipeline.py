@@ -173,9 +173,11 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
     committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
     kafka = batch_range(records)
     if _committed_already(committed, kafka, ctx):
-        return _as_committed(table, committed, ctx)
+        return _as_committed(table, committed, kafka, ctx)
     previous = Progress.from_metadata(committed)
-    metrics = TableMetrics(table=table.name, read=read, watermark_ts_ms=previous.watermark_ts_ms)
+    metrics = TableMetrics(
+        table=table.name, read=read, watermark_ts_ms=previous.watermark_ts_ms, applied_through=kafka.last
+    )
     decoded = decode(records, table).cached()
     folded: DataFrame | None = None
     try:
@@ -269,11 +271,15 @@ def _committed_already(committed: dict[str, str], kafka: KafkaRange, ctx: BatchC
     )
 
 
-def _as_committed(table: TableConfig, committed: dict[str, str], ctx: BatchContext) -> TableMetrics:
+def _as_committed(
+    table: TableConfig, committed: dict[str, str], kafka: KafkaRange, ctx: BatchContext
+) -> TableMetrics:
     """The counts of the commit that already applied this batch; nothing is applied or counted twice."""
     progress = Progress.from_metadata(committed)
     log.info("table %s: batch %d was committed before a restart; not applied again", table.name, ctx.batch_id)
-    metrics = TableMetrics(table=table.name, replayed=True, watermark_ts_ms=progress.watermark_ts_ms)
+    metrics = TableMetrics(
+        table=table.name, replayed=True, watermark_ts_ms=progress.watermark_ts_ms, applied_through=kafka.last
+    )
     for name, count in progress.counts.items():
         if name in COUNTED:
             setattr(metrics, name, count)

@@ -8,6 +8,7 @@ textfile collector) after each batch. Counters count what this process saw since
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client import (
@@ -21,16 +22,37 @@ from prometheus_client import (
 )
 
 from hudi_cdc.config import Config
+from hudi_cdc.kafka_lag import Positions, lag
 from hudi_cdc.metrics import OUTCOMES, BatchMetrics
 
 _BATCH_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 
 
-class JobMetrics:
-    """The job's Prometheus metrics, in a registry of their own."""
+EndOffsets = Callable[[Positions], Positions]
+"""topic partitions -> Kafka's high watermark of each (hudi_cdc.kafka_lag.EndOffsets.of)."""
+PendingCompactions = Callable[[str], int]
+"""table name -> compactions scheduled and not yet run."""
 
-    def __init__(self, config: Config) -> None:
+
+class JobMetrics:
+    """The job's Prometheus metrics, in a registry of their own.
+
+    `end_offsets` and `pending_compactions`, when given, are asked after each batch for the
+    Kafka lag and the merge-on-read compaction backlog.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        end_offsets: EndOffsets | None = None,
+        pending_compactions: PendingCompactions | None = None,
+    ) -> None:
         self.job = config.job.name
+        self.end_offsets = end_offsets
+        self.pending_compactions = pending_compactions
+        self.mor_tables = [t.name for t in config.tables if t.type == "MERGE_ON_READ"]
+        self.applied: dict[str, dict[str, dict[str, int]]] = {}
         self.tables = [t.name for t in config.tables]
         self.registry = CollectorRegistry()
         labels = ["job", "table"]
@@ -80,6 +102,18 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
+        self.lag = Gauge(
+            "hudi_cdc_kafka_lag_records",
+            "Records in the table's topic partitions after the last one it applied (after the last batch).",
+            labels,
+            registry=self.registry,
+        )
+        self.compactions_pending = Gauge(
+            "hudi_cdc_pending_compactions",
+            "Merge-on-read compactions scheduled and not yet run.",
+            labels,
+            registry=self.registry,
+        )
         for table in self.tables:
             # every table is visible from the start, with zero counts
             for outcome in OUTCOMES:
@@ -110,6 +144,19 @@ class JobMetrics:
         self.last_batch.labels(self.job).set(now)
         for table in self.tables:
             self.hive_sync_lagging.labels(self.job, table).set(1 if table in batch.hive_sync_lagging else 0)
+        for t in batch.tables:
+            applied = self.applied.setdefault(t.table, {})
+            for topic, partitions in t.applied_through.items():
+                for partition, offset in partitions.items():
+                    applied.setdefault(topic, {})[partition] = max(offset, applied.get(topic, {}).get(partition, offset))
+        if self.end_offsets is not None:
+            every = {topic: dict(p) for offsets in self.applied.values() for topic, p in offsets.items()}
+            end = self.end_offsets(every)
+            for table, offsets in self.applied.items():
+                self.lag.labels(self.job, table).set(lag(offsets, end))
+        if self.pending_compactions is not None:
+            for table in self.mor_tables:
+                self.compactions_pending.labels(self.job, table).set(self.pending_compactions(table))
 
     def render(self) -> str:
         """The Prometheus text exposition format."""

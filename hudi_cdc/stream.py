@@ -85,15 +85,21 @@ def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Conf
     return sorted(name for name, state in states.items() if state.lagging)
 
 
-def prometheus_listener(config: Config, *, once: bool) -> BatchListener | None:
+def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> BatchListener | None:
     """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
     `job.metrics_textfile`; None when neither is configured."""
     port, textfile = config.job.metrics_port, config.job.metrics_textfile
     if (port is None or once) and textfile is None:
         return None
+    from hudi_cdc.hudi.timeline import pending_compactions
+    from hudi_cdc.kafka_lag import EndOffsets
     from hudi_cdc.prometheus import JobMetrics
 
-    metrics = JobMetrics(config)
+    metrics = JobMetrics(
+        config,
+        end_offsets=EndOffsets(config.kafka).of,
+        pending_compactions=lambda name: pending_compactions(spark, config.table(name).base_path),
+    )
     if port is not None and not once:
         metrics.serve(port)
         log.info("prometheus metrics on port %d", port)
@@ -123,7 +129,7 @@ def run(
     preflight(spark, config, source=source)
     apply_retention(spark, config)
     metastore = metastore_sync(config)
-    listeners = [listener for listener in (on_batch, prometheus_listener(config, once=once)) if listener is not None]
+    listeners = [listener for listener in (on_batch, prometheus_listener(spark, config, once=once)) if listener is not None]
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))

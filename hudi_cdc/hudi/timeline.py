@@ -8,6 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.offsets import BATCH_KEY, OFFSETS_KEY
 from hudi_cdc.progress import Progress
 from hudi_cdc.spark_session import hadoop_conf, jvm
@@ -50,6 +51,13 @@ def _latest_job_metadata(spark: SparkSession, client: Any) -> dict[str, str]:
         if OFFSETS_KEY in meta:
             return {str(k): str(v) for k, v in meta.items()}
     return {}
+
+
+def pending_compactions(spark: SparkSession, base_path: str) -> int:
+    """Compactions scheduled on the table and not yet run (0 for copy-on-write or a missing table)."""
+    if not table_exists(spark, base_path):
+        return 0
+    return int(_meta_client(spark, base_path).getActiveTimeline().filterPendingCompactionTimeline().countInstants())
 
 
 def summary(spark: SparkSession, base_path: str) -> TimelineSummary:

@@ -95,3 +95,50 @@ def test_watermark_is_a_gauge_in_seconds_and_events_behind_it_are_counted() -> N
     assert samples[_key("hudi_cdc_watermark_timestamp_seconds", table="orders")] == 1_700_000_000.5
     assert samples[_key("hudi_cdc_records_behind_watermark_total", table="orders")] == 1
     assert samples[_key("hudi_cdc_records_behind_watermark_total", table="customers")] == 0
+
+
+def test_kafka_lag_and_pending_compactions_are_gauges_asked_after_each_batch() -> None:
+    config = parse_config(
+        {
+            "kafka": {"bootstrap_servers": "b:9092"},
+            "job": {"name": "shop", "checkpoint_dir": "/c", "dead_letter_path": "/d"},
+            "routes": [{"topic": "t", "table": "customers"}, {"topic": "u", "table": "orders"}],
+            "tables": [{"name": "customers", "key": ["id"], "base_path": "/a"},
+                       {"name": "orders", "key": ["id"], "base_path": "/b", "type": "MERGE_ON_READ"}],
+        }
+    )  # fmt: skip
+    asked: list[dict[str, dict[str, int]]] = []
+
+    def end_offsets(partitions: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        asked.append(partitions)
+        return {"t": {"0": 10, "1": 5}, "u": {"0": 3}}
+
+    metrics = JobMetrics(config, end_offsets=end_offsets, pending_compactions=lambda table: 2)
+    first = TableMetrics(table="customers", read=3, applied=3, applied_through={"t": {"0": 4, "1": 4}})
+    metrics.observe(BatchMetrics(batch_id=0, tables=[first]))
+    later = TableMetrics(table="orders", read=1, applied=1, applied_through={"u": {"0": 2}})
+    metrics.observe(BatchMetrics(batch_id=1, tables=[later]))
+    samples = _samples(metrics.render())
+    # customers: partition 0 has offsets 5..9 left, partition 1 is caught up; remembered across batches
+    assert samples[_key("hudi_cdc_kafka_lag_records", table="customers")] == 5
+    assert samples[_key("hudi_cdc_kafka_lag_records", table="orders")] == 0
+    assert samples[_key("hudi_cdc_pending_compactions", table="orders")] == 2
+    assert _key("hudi_cdc_pending_compactions", table="customers") not in samples
+    assert asked[-1] == {"t": {"0": 4, "1": 4}, "u": {"0": 2}}
+
+
+def test_the_grafana_board_queries_only_metrics_the_job_publishes() -> None:
+    import json
+    import re
+
+    board = json.loads((Path(__file__).parents[2] / "ops" / "grafana" / "hudi-cdc.json").read_text())
+    queried = {
+        re.sub(r"_(bucket|sum|count)$", "", name)
+        for panel in board["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"\bhudi_cdc_\w+", target["expr"])
+    }
+    published = {s.name for family in text_string_to_metric_families(JobMetrics(_config()).render()) for s in family.samples}
+    published |= {family.name for family in text_string_to_metric_families(JobMetrics(_config()).render())}
+    assert queried - published == set(), "the board queries metrics the job does not publish"
+    assert len(board["panels"]) >= 8

@@ -1,0 +1,60 @@
+"""Kafka lag per table: records in its topics' partitions that the table has not applied yet.
+
+Asked by the Prometheus listener after each batch, on the driver: one metadata request per
+partition (librdkafka's high watermark query), never a read of the records.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from hudi_cdc.config import KafkaSource
+from hudi_cdc.kafka_check import client_settings
+
+log = logging.getLogger(__name__)
+
+Positions = Mapping[str, Mapping[str, int]]
+"""topic -> partition (as text) -> offset."""
+
+
+def lag(applied: Positions, end: Positions) -> int:
+    """Records after the applied offset, summed over the partitions the table has applied from.
+
+    `applied` holds the last offset applied, `end` Kafka's high watermark (the next offset to be
+    written), so a caught-up partition has end = applied + 1.
+    """
+    return sum(
+        max(0, end.get(topic, {}).get(partition, offset + 1) - offset - 1)
+        for topic, partitions in applied.items()
+        for partition, offset in partitions.items()
+    )
+
+
+class EndOffsets:
+    """High watermarks of topic partitions, through one long-lived consumer (never subscribed)."""
+
+    def __init__(self, kafka: KafkaSource) -> None:
+        settings = client_settings(kafka) | {"group.id": "hudi-cdc-lag", "enable.auto.commit": "false"}
+        self._consumer = Consumer(settings)
+        self._timeout = kafka.connect_timeout.total_seconds()
+
+    def of(self, partitions: Positions) -> dict[str, dict[str, int]]:
+        """The high watermark of each partition named in `partitions`; missing where Kafka did not answer."""
+        end: dict[str, dict[str, int]] = {}
+        for topic, names in partitions.items():
+            for partition in names:
+                try:
+                    _, high = self._consumer.get_watermark_offsets(
+                        TopicPartition(topic, int(partition)), timeout=self._timeout, cached=False
+                    )
+                except KafkaException as exc:
+                    log.warning("kafka lag: no end offset for %s[%s]: %s", topic, partition, exc)
+                    continue
+                end.setdefault(topic, {})[partition] = int(high)
+        return end
+
+    def close(self) -> None:
+        self._consumer.close()
