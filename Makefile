@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars kafka system-packages demo test test-unit test-integration test-deep lint bench clean
+.PHONY: help install jars kafka system-packages demo metrics-png test test-unit test-integration test-deep lint bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -66,6 +66,9 @@ $(BUILD)/trino/.fetched: infra/trino/VERSION | system-packages
 
 sql: install  ## query the demo's tables with Trino: make sql Q="select * from shop.customers"
 	$(PY) -m devkit.sql "$(Q)"
+
+metrics-png: install  ## run the job continuously on local Kafka, scrape its metrics, plot docs/metrics.png
+	$(PY) -m devkit.metrics_plot
 
 demo: install  ## start local Kafka, produce a Debezium stream, ingest it into Hudi, print the tables
 	$(PY) -m devkit.demo
