@@ -8,14 +8,13 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
+from devkit.metrics_plot import scrape
 from devkit.services import free_port
 from devkit.services.kafka import LocalKafka
 from tests.integration.harness import Job
@@ -23,17 +22,6 @@ from tests.integration.harness import Job
 pytestmark = pytest.mark.integration
 
 COLUMNS = [Column("id", "int64", optional=False), Column("name", "string")]
-
-
-def _scrape(url: str) -> dict[tuple[str, str, str], float]:
-    """(metric, table, outcome) -> value of every hudi_cdc sample."""
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
-    return {
-        (s.name, s.labels.get("table", ""), s.labels.get("outcome", "")): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name.startswith("hudi_cdc_")
-    }
 
 
 def test_a_continuous_job_serves_its_counts_lag_and_watermark(
@@ -57,7 +45,7 @@ def test_a_continuous_job_serves_its_counts_lag_and_watermark(
         samples: dict[tuple[str, str, str], float] = {}
         while time.monotonic() < deadline and process.poll() is None:
             try:
-                samples = _scrape(f"http://127.0.0.1:{port}/metrics")
+                samples = scrape(f"http://127.0.0.1:{port}/metrics")
             except (urllib.error.URLError, ConnectionError):
                 samples = {}
             if samples.get(("hudi_cdc_records_read_total", "people", ""), 0) >= 8:
