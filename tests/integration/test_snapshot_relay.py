@@ -248,3 +248,95 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
     monkey.undo()
     assert final["first_position"] == first and final["finished"]["position"] == first
     mariadb.execute(f"DROP DATABASE {database}")
+
+
+def test_binlog_from_the_later_run_position_loses_changes_the_first_position_keeps(
+    spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, tmp_path: Path
+) -> None:
+    """What the first-position rule prevents: start the binlog at run 2's position and a_accounts misses
+    the changes made between the runs; `snapshot finish` (first position) then brings them back."""
+    suffix = uuid.uuid4().hex[:8]
+    database, prefix, name = f"later_{suffix}", f"lt{suffix}", f"later-{suffix}"
+    tables = ["a_accounts", "b_orders"]
+    mariadb.execute(f"CREATE DATABASE {database}")
+    for table in tables:
+        mariadb.execute(DDL.format(t=f"{database}.{table}"))
+        mariadb.execute(
+            f"INSERT INTO {database}.{table} VALUES "
+            + ", ".join(f"({i}, 'seed{i}', {i}.5000, '2024-01-01 00:00:0{i % 10}.{i:06d}')" for i in range(1, 21))
+        )
+    debezium = mariadb_connector_config(
+        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
+        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=tables,
+        bootstrap_servers=kafka.bootstrap_servers,
+    )  # fmt: skip
+    debezium = {k: v for k, v in debezium.items() if k not in RELAY_OWNED_KEYS}
+    job = Job(spark, kafka, tmp_path, [{"name": t, "key": ["id"]} for t in tables])
+    job.topic = lambda table: f"{prefix}.{database}.{table}"  # type: ignore[method-assign]
+    config_path = tmp_path / "job.yaml"
+    config_path.write_text(
+        yaml.safe_dump(
+            {
+                "kafka": {"bootstrap_servers": kafka.bootstrap_servers},
+                "job": {"name": f"later-{suffix}", "checkpoint_dir": str(tmp_path / job.checkpoint), "dead_letter_path": str(tmp_path / "dead_letter")},
+                "routes": [{"topic": job.topic(t), "table": t} for t in tables],
+                "tables": [{"name": t, "key": ["id"], "base_path": job.path(t)} for t in tables],
+                "connector": {"connect_url": connect.url, "name": name, "tables": [f"{database}.{t}" for t in tables], "config": debezium},
+            }
+        )
+    )  # fmt: skip
+
+    def done(table: str) -> bool:
+        job.run()
+        states = {t["table"]: t["state"] for t in _status(config_path)["tables"]}
+        return states[table] == "done"
+
+    def hudi(table: str) -> dict[int, tuple[Any, ...]]:
+        return {r["id"]: tuple(r[c] for c in COLUMNS) for r in job.rows_spark(table)}
+
+    def source(table: str) -> dict[int, tuple[Any, ...]]:
+        return {r[0]: r for r in mariadb.execute(f"SELECT {', '.join(COLUMNS)} FROM {database}.{table}")}
+
+    try:
+        assert _invoke("snapshot", "start", "--config", str(config_path), "--table", f"{database}.a_accounts").exit_code == 0
+        _wait_for("a_accounts' snapshot to land", lambda: done("a_accounts"))
+        # changes between the first run's position and the second's
+        mariadb.execute(f"INSERT INTO {database}.a_accounts VALUES (9001, 'between', 1.2345, '2025-02-03 04:05:06.789012')")
+        mariadb.execute(f"UPDATE {database}.a_accounts SET name = 'changed between', amount = 99.9999 WHERE id = 1")
+        mariadb.execute(f"DELETE FROM {database}.a_accounts WHERE id = 2")
+        assert _invoke("snapshot", "resume", "--config", str(config_path)).exit_code == 0
+        _wait_for("b_orders' snapshot to land", lambda: done("b_orders"))
+        status = _status(config_path)
+        later = status["runs"][1]["position"]
+        assert (later["file"], later["pos"]) > (status["first_position"]["file"], status["first_position"]["pos"])
+
+        # the mistake: incremental capture from the LATER run's position (by hand, with resume-binlog)
+        for run in status["runs"]:
+            if run["connector"] in connect.connectors():
+                connect.delete_connector(run["connector"])
+        connector_json = tmp_path / "connector.json"
+        connector_json.write_text(json.dumps({**debezium, "table.include.list": rf"{database}\.a_accounts,{database}\.b_orders", "database.include.list": database}))
+        wrong = _invoke(
+            "resume-binlog", "--connect-url", connect.url, "--connector", name, "--file", later["file"],
+            "--pos", str(later["pos"]), "--connector-config", str(connector_json),
+        )  # fmt: skip
+        assert wrong.exit_code == 0, wrong.output
+        mariadb.execute(f"INSERT INTO {database}.a_accounts VALUES (9002, 'after', 2.0000, '2025-03-04 05:06:07.000001')")
+        _wait_for("the change after the later position", lambda: bool(job.run() or True) and 9002 in hudi("a_accounts"))
+        lost = hudi("a_accounts")
+        assert 9001 not in lost and 2 in lost and lost[1][1] == "seed1", "the later position lost nothing?"
+        assert lost != source("a_accounts")
+
+        # the rule: `finish` moves the same connector to the FIRST position, and the changes come back
+        finished = _invoke("snapshot", "finish", "--config", str(config_path))
+        assert finished.exit_code == 0, finished.output
+        _wait_for(
+            "a_accounts to equal its source",
+            lambda: bool(job.run() or True) and hudi("a_accounts") == source("a_accounts") and hudi("b_orders") == source("b_orders"),
+            timeout=180,
+        )
+        assert hudi("a_accounts")[1][1:3] == ("changed between", Decimal("99.9999"))
+    finally:
+        if name in connect.connectors():
+            connect.delete_connector(name)
+    mariadb.execute(f"DROP DATABASE {database}")
