@@ -110,6 +110,8 @@ def _wait_for(what: str, condition: Any, timeout: float = 300.0, interval: float
 
 def _invoke(*args: str) -> Result:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    # shown with `pytest -s` (the README's walkthrough output comes from here) and on failure
+    print(f"$ hudi-cdc {' '.join(args)}  # exit {result.exit_code}\n{result.stdout}{result.stderr}")
     return result
 
 
@@ -306,6 +308,7 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
         mariadb.execute(f"DELETE FROM {database}.a_accounts WHERE id = 2")
         assert _invoke("snapshot", "resume", "--config", str(config_path)).exit_code == 0
         _wait_for("b_orders' snapshot to land", lambda: done("b_orders"))
+        _invoke("snapshot", "status", "--config", str(config_path))
         status = _status(config_path)
         later = status["runs"][1]["position"]
         assert (later["file"], later["pos"]) > (status["first_position"]["file"], status["first_position"]["pos"])
