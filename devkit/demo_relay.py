@@ -50,12 +50,12 @@ def hudi_cdc(*args: str) -> int:
     return 0
 
 
-def wait_for(what: str, condition: Callable[[], bool], timeout: float = 300.0) -> None:
+def wait_for(what: str, condition: Callable[[], bool], timeout: float = 300.0, interval: float = 1.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise SystemExit(f"demo: timed out waiting for {what}")
-        time.sleep(1)
+        time.sleep(interval)
 
 
 def write_config(root: Path, mariadb: LocalMariaDB, kafka: LocalKafka, connect: LocalConnect) -> Path:
@@ -66,7 +66,7 @@ def write_config(root: Path, mariadb: LocalMariaDB, kafka: LocalKafka, connect: 
         # orders is read slowly, so the demo can kill the first run in the middle of it
         extra={
             "snapshot.select.statement.overrides": f"{DATABASE}.orders",
-            f"snapshot.select.statement.overrides.{DATABASE}.orders": f"SELECT * FROM {DATABASE}.orders WHERE SLEEP(0.01) = 0",
+            f"snapshot.select.statement.overrides.{DATABASE}.orders": f"SELECT * FROM {DATABASE}.orders WHERE SLEEP(0.05) = 0",
         },
     )  # fmt: skip
     document = {
@@ -142,6 +142,7 @@ def main() -> None:
         wait_for(
             "customers' snapshot",
             lambda: scan_topic(config.kafka, f"{PREFIX}.{DATABASE}.customers", start={}).marker is not None,
+            interval=0.2,
         )
         connect.delete_connector(f"{NAME}-snapshot-1")
         print("\n(the first snapshot run is killed: its connector is deleted in the middle of `orders`)")
