@@ -63,10 +63,13 @@ def write_config(root: Path, mariadb: LocalMariaDB, kafka: LocalKafka, connect: 
         hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=f"${{{PASSWORD_VARIABLE}}}",
         server_id=random.randint(10_000, 2**31 - 1), topic_prefix=PREFIX, database=DATABASE, tables=list(TABLES),
         bootstrap_servers=kafka.bootstrap_servers,
-        # orders is read slowly, so the demo can kill the first run in the middle of it
+        # orders and items are read slowly (a SLEEP per row), so the demo can kill the first run
+        # after customers and in the middle of orders. Debezium marks a table's last record only
+        # when it reads the next table's first row, so items must be slow too.
         extra={
-            "snapshot.select.statement.overrides": f"{DATABASE}.orders",
-            f"snapshot.select.statement.overrides.{DATABASE}.orders": f"SELECT * FROM {DATABASE}.orders WHERE SLEEP(0.05) = 0",
+            "snapshot.select.statement.overrides": f"{DATABASE}.orders,{DATABASE}.items",
+            f"snapshot.select.statement.overrides.{DATABASE}.orders": f"SELECT * FROM {DATABASE}.orders WHERE SLEEP(0.02) = 0",
+            f"snapshot.select.statement.overrides.{DATABASE}.items": f"SELECT * FROM {DATABASE}.items WHERE SLEEP(0.1) = 0",
         },
     )  # fmt: skip
     document = {

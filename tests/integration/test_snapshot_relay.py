@@ -46,9 +46,11 @@ DDL = """CREATE TABLE {t} (
   seen DATETIME(6)
 )"""
 COLUMNS = ["id", "name", "amount", "seen"]
-# b_orders is read slowly (a SLEEP per row in its snapshot SELECT), so the run can be killed
-# after a_accounts and before b_orders completes, whatever the machine's speed.
-SLOW_SELECT = "SELECT * FROM {t} WHERE SLEEP(0.004) = 0"
+# b_orders and c_items are read slowly (a SLEEP per row in their snapshot SELECT), so the run can
+# be killed after a_accounts and before b_orders completes. Debezium marks a table's last record
+# only when it reads the next table's first row (the driver returns a query's rows at its end),
+# so c_items must be slow too, or b_orders' marker follows a_accounts' within milliseconds.
+SLOW_SELECT = "SELECT * FROM {t} WHERE SLEEP({s}) = 0"
 
 
 class Workload(threading.Thread):
@@ -141,8 +143,9 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
         server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=list(TABLES),
         bootstrap_servers=kafka.bootstrap_servers,
         extra={
-            "snapshot.select.statement.overrides": f"{database}.b_orders",
-            f"snapshot.select.statement.overrides.{database}.b_orders": SLOW_SELECT.format(t=f"{database}.b_orders"),
+            "snapshot.select.statement.overrides": f"{database}.b_orders,{database}.c_items",
+            f"snapshot.select.statement.overrides.{database}.b_orders": SLOW_SELECT.format(t=f"{database}.b_orders", s=0.004),
+            f"snapshot.select.statement.overrides.{database}.c_items": SLOW_SELECT.format(t=f"{database}.c_items", s=0.015),
         },
     )  # fmt: skip
     debezium = {k: v for k, v in debezium.items() if k not in RELAY_OWNED_KEYS}
