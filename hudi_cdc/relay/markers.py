@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from hudi_cdc.config import KafkaSource
+from hudi_cdc.errors import ConnectError
 from hudi_cdc.kafka_check import client_settings
 
 LAST_MARKERS = frozenset({"last", "last_in_data_collection"})
@@ -83,7 +84,7 @@ def scan_topic(kafka: KafkaSource, topic: str, *, start: Mapping[str, int], time
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise RuntimeError(f"reading {topic}: {error}")
+                    raise ConnectError(f"reading {topic}: {error}", where="kafka")
                 partition, offset = int(msg.partition() or 0), int(msg.offset() or 0)
                 op, flag = snapshot_flag(msg.value())
                 if op == "r":
