@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars kafka system-packages demo metrics-png test test-unit test-integration test-deep lint bench clean
+.PHONY: help install jars kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ metrics-png: install  ## run the job continuously on local Kafka, scrape its met
 
 demo: install  ## start local Kafka, produce a Debezium stream, ingest it into Hudi, print the tables
 	$(PY) -m devkit.demo
+
+demo-relay: $(VENV)/.installed jars kafka connect  ## the snapshot relay on a small local MariaDB: killed run, resume, finish from the first position
+	$(PY) -m devkit.demo_relay
 
 test: install  ## everything CI runs: unit + integration on real services (not the `deep` ones)
 	$(PY) -m pytest -q -m "not deep" tests

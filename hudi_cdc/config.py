@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hudi_cdc import locations, route_regex
+from hudi_cdc.config_connector import ConnectorSection
 from hudi_cdc.config_env import substitute
 from hudi_cdc.durations import Duration
 from hudi_cdc.errors import ConfigError
@@ -184,6 +185,8 @@ class Config(_Frozen):
     job: JobConfig
     tables: Annotated[list[TableConfig], Field(min_length=1)]
     routes: list[Route] = Field(default_factory=list)
+    connector: ConnectorSection | None = None
+    """The Debezium connector `hudi-cdc snapshot` deploys (the snapshot relay); None: not used."""
 
     @model_validator(mode="after")
     def _routes_name_tables(self) -> Config:
@@ -196,7 +199,19 @@ class Config(_Frozen):
             raise ValueError(f"routes name unknown tables {unknown}; declared tables: {names}")
         if not self.routes:
             raise ValueError("no `routes`: map at least one topic or pattern to a table")
+        if self.connector is not None:
+            unrouted = [t for t in self.connector.tables if self.table_of_topic(self.connector.topic(t)) is None]
+            if unrouted:
+                topics = [self.connector.topic(t) for t in unrouted]
+                raise ValueError(f"connector.tables {unrouted}: no route takes their topics {topics}")
         return self
+
+    def table_of_topic(self, topic: str) -> str | None:
+        """The table the first matching route feeds from `topic` (as `routing.route` decides), or None."""
+        for r in self.routes:
+            if r.topic == topic or (r.pattern is not None and re.fullmatch(r.pattern, topic)):
+                return r.table
+        return None
 
     def table(self, name: str) -> TableConfig:
         return next(t for t in self.tables if t.name == name)

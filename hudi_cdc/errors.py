@@ -56,6 +56,19 @@ class ConnectError(CdcError):
         self.http_status = http_status
         super().__init__(f"{where}: {message}")
 
+
+class RelayRefused(TerminalError):
+    """A `hudi-cdc snapshot` step would break the relay (e.g. streaming before every table is done); nothing changed."""
+
+
+class LedgerConflict(TransientError):
+    """Another `hudi-cdc snapshot` command wrote the ledger at the same moment; run the command again."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path} was written by another command meanwhile; nothing was changed, run the command again")
+
+
 class KafkaUnreachableError(TransientError):
     """The Kafka brokers did not answer at run start, within `kafka.connect_timeout`."""
 

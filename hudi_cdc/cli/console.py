@@ -370,6 +370,11 @@ def resume_binlog(
     output_for(False).message(f"{name}: {state.get('connector', {}).get('state')} from {binlog_file}:{binlog_pos}")
 
 
+from hudi_cdc.cli.snapshot import snapshot  # noqa: E402 - the group registers after `cli` exists
+
+cli.add_command(snapshot)
+
+
 def main() -> None:
     cli()
 

@@ -44,6 +44,32 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         stream.close()
 
 
+def create_text(spark: SparkSession, path: str, text: str) -> bool:
+    """Create a small text file only if none exists (one atomic create); False when one did."""
+    fs, target = open_fs(spark, path)
+    if fs.exists(target):
+        return False
+    try:
+        stream = fs.create(target, False)
+    except Exception as exc:  # py4j wraps FileAlreadyExistsException: a concurrent writer won the create
+        if "FileAlreadyExists" in str(exc):
+            return False
+        raise
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+    return True
+
+
+def names(spark: SparkSession, folder: str) -> list[str]:
+    """The names of the entries directly in `folder`; [] when it does not exist."""
+    fs, target = open_fs(spark, folder)
+    if not fs.exists(target):
+        return []
+    return sorted(str(status.getPath().getName()) for status in fs.listStatus(target))
+
+
 def read_text(spark: SparkSession, path: str) -> str | None:
     """The text of a small file, or None when there is none."""
     gateway = jvm(spark)
