@@ -222,7 +222,7 @@ class LocalKafka(LocalService):
     def _format(self, java: str, common: list[str], server_properties: Path, process: ServiceProcess) -> None:
         # A static voter set (controller.quorum.voters) lets `format` run without --standalone.
         command = [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *common, "kafka.tools.StorageTool",
-                   "format", "-t", _cluster_id(), "-c", str(server_properties)]  # fmt: skip
+                   "format", f"--cluster-id={_cluster_id()}", "-c", str(server_properties)]  # fmt: skip
         with open(process.log_path, "ab") as out:
             out.write(f"\n=== {time.strftime('%H:%M:%S')} format: {' '.join(command)}\n".encode())
             out.flush()
