@@ -89,8 +89,9 @@ lint: $(VENV)/.installed  ## ruff + mypy strict
 	$(VENV)/bin/ruff check hudi_cdc devkit jobs tests
 	$(VENV)/bin/mypy
 
-test-deep: install  ## long runs: property tests with HYPOTHESIS_PROFILE=deep, and tests marked `deep` (~124 commits through Trino)
-	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q tests/unit/test_collapse.py tests/integration/test_semantics_property.py
+test-deep: install  ## long runs: property, corpus and kill -9 tests with HYPOTHESIS_PROFILE=deep, and tests marked `deep`
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q tests/unit/test_collapse.py tests/integration/test_semantics_property.py \
+	    tests/integration/test_debezium_corpus.py tests/integration/test_kill9.py
 	$(PY) -m pytest -q -m deep tests
 
 bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory

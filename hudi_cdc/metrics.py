@@ -35,6 +35,10 @@ class TableMetrics:
     skipped: int = 0
     """Records without a row change (see Outcome.SKIPPED)."""
     dead_letter: int = 0
+    dead_letters_by_class: dict[str, int] = field(default_factory=dict)
+    """Of dead_letter: records per error class (MalformedJson, BadValue, SchemaChangeError, ...)."""
+    commit_seconds: float | None = None
+    """Wall time of the Hudi write and commit (None when the batch wrote nothing)."""
     isolated: int = 0
     """Of dead_letter: records that failed the batch on their own and were isolated by splitting it."""
     behind_watermark: int = 0
@@ -64,6 +68,10 @@ class TableMetrics:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
         self.watermark_ts_ms = other.watermark_ts_ms or self.watermark_ts_ms
+        for error_class, count in other.dead_letters_by_class.items():
+            self.dead_letters_by_class[error_class] = self.dead_letters_by_class.get(error_class, 0) + count
+        if other.commit_seconds is not None:
+            self.commit_seconds = (self.commit_seconds or 0.0) + other.commit_seconds
         for topic, partitions in other.applied_through.items():
             mine = self.applied_through.setdefault(topic, {})
             for partition, offset in partitions.items():

@@ -134,9 +134,10 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
                     ),
                     ctx,
                 )
-                metrics.read += 1
-                metrics.dead_letter += 1
-                metrics.isolated += 1
+                metrics.absorb(
+                    TableMetrics(table=table.name, read=1, dead_letter=1, isolated=1,
+                                 dead_letters_by_class={"BatchFailure": 1})
+                )  # fmt: skip
     finally:
         records.unpersist()
     log.warning(
@@ -195,7 +196,10 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
                 ),
                 ctx,
             )
-            return TableMetrics(table=table.name, read=read, dead_letter=read, error=str(exc))
+            return TableMetrics(
+                table=table.name, read=read, dead_letter=read, error=str(exc),
+                dead_letters_by_class={"SchemaChangeError": read}, applied_through=kafka.last,
+            )  # fmt: skip
 
         events = decoded.events
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
@@ -220,6 +224,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         newest_truncate = max((t for t in (truncation, remembered) if t), key=lambda t: t.order, default=None)
         marks, metrics.behind_watermark = _batch_marks(events, kafka, previous.watermark_ts_ms)
         progress = previous.after(counts_of(metrics), marks)
+        began = time.monotonic()
         written = writer.write(
             rows_to_write(folded, schema, table),
             table=table.name,
@@ -237,6 +242,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         metrics.commit_time = written.commit_time
         if written.commit_time:
             metrics.watermark_ts_ms = progress.watermark_ts_ms
+            metrics.commit_seconds = time.monotonic() - began
         return metrics
     finally:
         decoded.parsed.unpersist()
@@ -256,7 +262,10 @@ def _count_unapplied(decoded: DecodeResult, metrics: TableMetrics, ctx: BatchCon
             ", ".join(r["reason"] for r in decoded.skipped.select("reason").distinct().collect()),
         )
     rejects = decoded.rejects
-    metrics.dead_letter = rejects.count()
+    # one Spark job for the count and the classes
+    by_class = rejects.groupBy("error_class").count().collect()
+    metrics.dead_letters_by_class = {str(r["error_class"]): int(r["count"]) for r in by_class}
+    metrics.dead_letter = sum(metrics.dead_letters_by_class.values())
     if metrics.dead_letter:
         _dead_letter(rejects, ctx)
 

@@ -102,6 +102,19 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
+        self.dead_letters = Counter(
+            "hudi_cdc_dead_letters",
+            "Records sent to the dead-letter store, by table and error class.",
+            [*labels, "error_class"],
+            registry=self.registry,
+        )
+        self.commit_seconds = Histogram(
+            "hudi_cdc_commit_seconds",
+            "Wall time of a table's Hudi write and commit.",
+            labels,
+            buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
         self.lag = Gauge(
             "hudi_cdc_kafka_lag_records",
             "Records in the table's topic partitions after the last one it applied (after the last batch).",
@@ -139,6 +152,10 @@ class JobMetrics:
             if t.watermark_ts_ms is not None:
                 self.watermark.labels(self.job, t.table).set(t.watermark_ts_ms / 1000)
             self.behind_watermark.labels(self.job, t.table).inc(t.behind_watermark)
+            for error_class, count in t.dead_letters_by_class.items():
+                self.dead_letters.labels(self.job, t.table, error_class).inc(count)
+            if t.commit_seconds is not None:
+                self.commit_seconds.labels(self.job, t.table).observe(t.commit_seconds)
         self.unrouted.labels(self.job).inc(batch.unrouted)
         self.batch_seconds.labels(self.job).observe(batch.seconds)
         self.last_batch.labels(self.job).set(now)

@@ -142,3 +142,20 @@ def test_the_grafana_board_queries_only_metrics_the_job_publishes() -> None:
     published |= {family.name for family in text_string_to_metric_families(JobMetrics(_config()).render())}
     assert queried - published == set(), "the board queries metrics the job does not publish"
     assert len(board["panels"]) >= 8
+
+
+def test_dead_letters_by_class_and_commit_latency() -> None:
+    metrics = JobMetrics(_config())
+    table = TableMetrics(table="customers", read=5, applied=2, dead_letter=3, commit_seconds=4.5,
+                         dead_letters_by_class={"MalformedJson": 2, "BadValue": 1})  # fmt: skip
+    metrics.observe(BatchMetrics(batch_id=0, tables=[table]))
+    samples = {
+        (s.name, s.labels.get("error_class", "")): s.value
+        for family in text_string_to_metric_families(metrics.render())
+        for s in family.samples
+        if s.labels.get("table") == "customers"
+    }
+    assert samples[("hudi_cdc_dead_letters_total", "MalformedJson")] == 2
+    assert samples[("hudi_cdc_dead_letters_total", "BadValue")] == 1
+    assert samples[("hudi_cdc_commit_seconds_sum", "")] == 4.5
+    assert samples[("hudi_cdc_commit_seconds_count", "")] == 1
