@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
 
@@ -56,17 +56,49 @@ def instant_at(moment: dt.datetime) -> str:
     return moment.strftime(_INSTANT_FORMAT)[:17]
 
 
+class ActiveCommits(Protocol):
+    """Completed commits (commit, deltacommit, replacecommit) of the active timeline."""
+
+    @property
+    def oldest_uncompacted(self) -> str | None:
+        """MOR: the first delta commit after the last completed compaction (its log files are live)."""
+
+    def count_since(self, instant: str) -> int:
+        """How many completed commits are at or after `instant`."""
+
+
 @dataclass(frozen=True)
-class ActiveCommits:
-    """Completed commit instants (commit, deltacommit, replacecommit) of the active timeline, oldest first."""
+class InstantList:
+    """ActiveCommits held as a list of instant times, oldest first."""
 
     instants: tuple[str, ...]
     oldest_uncompacted: str | None
-    """MOR: the first delta commit after the last completed compaction (its log files are live)."""
+
+    def count_since(self, instant: str) -> int:
+        return sum(1 for t in self.instants if t >= instant)
+
+
+class _JvmTimeline:
+    """ActiveCommits answered by Hudi's timeline in the JVM: a few calls, however long the timeline."""
+
+    def __init__(self, client: Any) -> None:
+        active = client.getActiveTimeline()
+        self._completed = active.getCommitsTimeline().filterCompletedInstants()
+        self.oldest_uncompacted: str | None = None
+        if str(client.getTableType().name()) == "MERGE_ON_READ":
+            compaction = active.getCommitTimeline().filterCompletedInstants().lastInstant()
+            deltas = active.getDeltaCommitTimeline().filterCompletedInstants()
+            if compaction.isPresent():
+                deltas = deltas.findInstantsAfter(str(compaction.get().requestedTime()))
+            first = deltas.firstInstant()
+            self.oldest_uncompacted = str(first.get().requestedTime()) if first.isPresent() else None
+
+    def count_since(self, instant: str) -> int:
+        return int(self._completed.findInstantsAfterOrEquals(instant).countInstants())
 
 
 def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
-    """Read the active timeline through Hudi's meta client."""
+    """The table's active timeline, read through Hudi's meta client."""
     gateway = jvm(spark)
     conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
     client = (
@@ -75,14 +107,7 @@ def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
         .setBasePath(base_path)
         .build()
     )
-    timeline = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-    pairs = [(str(i.requestedTime()), str(i.getAction())) for i in timeline.getInstants()]
-    oldest_uncompacted = None
-    if str(client.getTableType().name()) == "MERGE_ON_READ":
-        compactions = [t for t, action in pairs if action == "commit"]
-        after = compactions[-1] if compactions else ""
-        oldest_uncompacted = next((t for t, action in pairs if action == "deltacommit" and t > after), None)
-    return ActiveCommits(tuple(t for t, _ in pairs), oldest_uncompacted)
+    return _JvmTimeline(client)
 
 
 def keep_commits(
@@ -92,7 +117,7 @@ def keep_commits(
     cutoff = instant_at(now - dt.timedelta(hours=hours))
     if commits.oldest_uncompacted is not None:
         cutoff = min(cutoff, commits.oldest_uncompacted)
-    recent = sum(1 for t in commits.instants if t >= cutoff)
+    recent = commits.count_since(cutoff)
     keep_min = max(int(KEEP_MIN_COMMITS_DEFAULT), recent + KEEP_MARGIN)
     keep_max = max(int(KEEP_MAX_COMMITS_DEFAULT), keep_min + KEEP_SPREAD)
     return keep_min, keep_max

@@ -8,7 +8,7 @@ from hudi_cdc.hudi.retention import (
     ARCHIVE_AFTER_HOURS,
     KEEP_MARGIN,
     KEEP_SPREAD,
-    ActiveCommits,
+    InstantList,
     instant_at,
     keep_commits,
 )
@@ -25,11 +25,11 @@ def test_instant_format_is_hudis() -> None:
 
 
 def test_young_or_slow_table_keeps_the_old_defaults() -> None:
-    assert keep_commits(ActiveCommits(_every_minute(0.5), None), NOW) == (40, 50)
+    assert keep_commits(InstantList(_every_minute(0.5), None), NOW) == (40, 50)
 
 
 def test_one_commit_a_minute_keeps_every_commit_of_the_window() -> None:
-    commits = ActiveCommits(_every_minute(ARCHIVE_AFTER_HOURS + 5), None)
+    commits = InstantList(_every_minute(ARCHIVE_AFTER_HOURS + 5), None)
     keep_min, keep_max = keep_commits(commits, NOW)
     in_window = ARCHIVE_AFTER_HOURS * 60
     assert keep_min == in_window + KEEP_MARGIN and keep_max == keep_min + KEEP_SPREAD
@@ -40,5 +40,5 @@ def test_one_commit_a_minute_keeps_every_commit_of_the_window() -> None:
 def test_mor_keeps_every_commit_since_its_oldest_uncompacted_delta_commit() -> None:
     instants = _every_minute(ARCHIVE_AFTER_HOURS + 50)
     oldest_live_log = instants[10]  # compaction off for days: those log files are still read
-    keep_min, _ = keep_commits(ActiveCommits(instants, oldest_live_log), NOW)
+    keep_min, _ = keep_commits(InstantList(instants, oldest_live_log), NOW)
     assert keep_min == len(instants) - 10 + KEEP_MARGIN
