@@ -19,7 +19,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars kafka connect trino  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars kafka connect trino registry  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -50,6 +50,16 @@ $(BUILD)/connect/.fetched: infra/connect/pom.xml | system-packages
 	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DexcludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/libs
 	$(MVN) -f $< $(DEP):unpack-dependencies -DincludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/plugins \
 	    -DmarkersDirectory=$(CURDIR)/$(BUILD)/connect/.markers
+	touch $@
+
+REGISTRY_VERSION := $(shell cat infra/registry/VERSION)
+.PHONY: registry
+registry: $(BUILD)/registry/.fetched  ## Apicurio Registry (Java 21+, Avro schemas for Avro change events) -> build/registry
+$(BUILD)/registry/.fetched: infra/registry/VERSION | system-packages
+	rm -rf $(BUILD)/registry && mkdir -p $(BUILD)/registry $(BUILD)/dl
+	$(MVN) $(DEP):copy -Dartifact=io.apicurio:apicurio-registry-app:$(REGISTRY_VERSION):tar.gz:all -DoutputDirectory=$(CURDIR)/$(BUILD)/dl
+	tar -xzf $(BUILD)/dl/apicurio-registry-app-$(REGISTRY_VERSION)-all.tar.gz -C $(BUILD)/registry
+	rm -f $(BUILD)/dl/apicurio-registry-app-$(REGISTRY_VERSION)-all.tar.gz
 	touch $@
 
 TRINO_VERSION := $(shell cat infra/trino/VERSION)
