@@ -158,7 +158,7 @@ class TableConfig(_Frozen):
                 raise ValueError(f"key/partition columns {missing} are not among `columns` {list(self.columns)}")
         if self.mode == "patch" and not self.columns:
             raise ValueError("patch tables need `columns` (patch messages carry no schema)")
-        if self.mode == "patch" and "json" != self.format:
+        if self.mode == "patch" and self.format != "json":
             raise ValueError("patch tables read JSON only (`format: json`)")
         if self.mode == "patch" and self.ordering == "source":
             raise ValueError("patch tables need `ordering`: the message field that orders them, e.g. `ts`")

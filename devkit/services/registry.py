@@ -16,7 +16,14 @@ import uuid
 from pathlib import Path
 
 from devkit import CHECKOUT, build_dir
-from devkit.services.process import LocalService, ServiceError, ServiceProcess, ensure_directory_free, free_port, run_dir
+from devkit.services.process import (
+    LocalService,
+    ServiceError,
+    ServiceProcess,
+    ensure_directory_free,
+    free_port,
+    run_dir,
+)
 from devkit.services.trino import java25_home
 
 log = logging.getLogger(__name__)

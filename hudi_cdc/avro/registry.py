@@ -92,10 +92,9 @@ class SchemaFetcher:
             with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds()) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                # a 404 without the ccompat code is a wrong URL, not an unknown id: retry, then stop
-                if _error_code(exc) == _NOT_FOUND:
-                    return None
+            # a 404 without the ccompat code is a wrong URL, not an unknown id: retry, then stop
+            if exc.code == 404 and _error_code(exc) == _NOT_FOUND:
+                return None
             if exc.code in (401, 403):
                 raise OSError(f"HTTP {exc.code}: the registry refused the credentials") from exc
             raise

@@ -28,7 +28,7 @@ class FakeRegistry(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: FakeRegistry
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self.server.requests += 1
         self.server.auth = self.headers.get("Authorization")
         if self.server.failures > 0:
