@@ -13,7 +13,7 @@ import pytest
 from hudi_cdc.avro.registry import RegistryUnavailableError, SchemaFetcher
 from hudi_cdc.config import SchemaRegistry
 
-SCHEMA = '{"type":"record","name":"r","fields":[]}'
+SCHEMA = '{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":5,"scale":2}}]}'
 API = "/apis/ccompat/v7"
 
 
