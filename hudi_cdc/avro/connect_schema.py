@@ -48,6 +48,17 @@ def _strip(node: Any) -> Any:
     return node
 
 
+def required_fields(avro_json: str) -> tuple[str, ...]:
+    """Top-level fields of a record schema whose type admits no null (not a union with "null")."""
+    root = json.loads(avro_json)
+    fields = root.get("fields", []) if isinstance(root, dict) else []
+    return tuple(
+        f["name"]
+        for f in fields
+        if not (isinstance(f.get("type"), list) and "null" in f["type"]) and f.get("type") != "null"
+    )
+
+
 def connect_schema(avro_json: str) -> dict[str, Any]:
     """The Kafka Connect schema of a record schema, as the JsonConverter writes it in an envelope."""
     root = json.loads(avro_json)

@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
-from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, spark_schema
+from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, required_fields, spark_schema
 from hudi_cdc.avro.registry import SchemaFetcher
 from hudi_cdc.config import TableConfig, WireFormat
 
@@ -68,6 +68,8 @@ class _Readable:
     """Writer schema without logical types, for from_avro."""
     connect: str
     """The Connect schema JSON text the envelope carries."""
+    required: tuple[str, ...]
+    """Top-level fields that cannot be null (see `_decoded`)."""
 
 
 def _readable(fetcher: SchemaFetcher, ids: list[int]) -> tuple[dict[int, _Readable], dict[int, str]]:
@@ -80,18 +82,33 @@ def _readable(fetcher: SchemaFetcher, ids: list[int]) -> tuple[dict[int, _Readab
             continue
         try:
             connect = json.dumps(connect_schema(text), separators=(",", ":"))
-            readable[schema_id_] = _Readable(spark=spark_schema(text), connect=connect)
+            readable[schema_id_] = _Readable(spark=spark_schema(text), connect=connect, required=required_fields(text))
         except (AvroSchemaError, ValueError, KeyError, TypeError) as exc:
             unusable[schema_id_] = f"schema id {schema_id_} is not a Kafka Connect Avro record schema: {exc}"
     return readable, unusable
 
 
-def _decoded(data: Column, readable: dict[int, _Readable], render: str) -> Column:
-    """Per id: from_avro with its writer schema, rendered as JSON text (NULL if the body does not decode)."""
+def _decoded(records: DataFrame, data: Column, readable: dict[int, _Readable], render: str, name: str) -> DataFrame:
+    """Add column `name`: per id, from_avro with its writer schema rendered as JSON text (NULL if the body does not decode).
+
+    from_avro's PERMISSIVE mode turns a body that does not decode into a struct of NULLs, not a
+    NULL, so a failed decode is told by a NULL in a field the writer schema makes non-nullable
+    (a successful decode never yields one; Debezium's envelope has `op`, keys their columns).
+    """
     ident = schema_id(data)
-    result: Column | None = None
+    texts: list[Column] = []
+    structs: list[str] = []
     for i, how in readable.items():
-        struct = from_avro(body(data), how.spark, {"mode": "PERMISSIVE"})
+        struct_name = f"{name}_{i}"
+        # one column per id, so each body is decoded once (the struct is used several times below)
+        records = records.withColumn(
+            struct_name, F.when(ident == F.lit(i), from_avro(body(data), how.spark, {"mode": "PERMISSIVE"}))
+        )
+        structs.append(struct_name)
+        struct = F.col(struct_name)
+        ok = struct.isNotNull()
+        for field in how.required:
+            ok = ok & struct[field].isNotNull()
         # explicit nulls: the JsonConverter writes every field, and a present NULL differs from a missing column
         payload = F.to_json(struct, {"ignoreNullFields": "false"})
         text = (
@@ -99,8 +116,9 @@ def _decoded(data: Column, readable: dict[int, _Readable], render: str) -> Colum
             if render == "envelope"
             else payload
         )
-        result = F.when(ident == F.lit(i), text) if result is None else result.when(ident == F.lit(i), text)
-    return result if result is not None else F.lit(None).cast("string")
+        texts.append(F.when(ok, text))
+    decoded = F.coalesce(*texts) if len(texts) > 1 else texts[0] if texts else F.lit(None).cast("string")
+    return records.withColumn(name, decoded).drop(*structs)
 
 
 def _error(side: str, data: Column, fmt: WireFormat, decoded: Column, unusable: dict[int, str]) -> Column:
@@ -140,7 +158,7 @@ def avro_as_json(records: DataFrame, table: TableConfig, fetcher: SchemaFetcher)
         data = F.col(WIRE_VALUE if side == "value" else WIRE_KEY)
         decoded_name = f"__decoded_{side}"
         # the value becomes the JsonConverter's envelope; a key only needs its payload
-        out = out.withColumn(decoded_name, F.when(is_framed(data), _decoded(data, readable, "envelope" if side == "value" else "payload")))
+        out = _decoded(out, data, readable, "envelope" if side == "value" else "payload", decoded_name)
         decoded = F.col(decoded_name)
         errors.append(_error(side, data, fmt, decoded, unusable))
         # a record that cannot be read keeps its bytes (non-NULL, so never taken for a tombstone)

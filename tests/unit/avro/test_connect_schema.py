@@ -9,7 +9,7 @@ import pytest
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.debezium_avro import avro_schema
-from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, spark_schema
+from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, required_fields, spark_schema
 from hudi_cdc.debezium_types import column_type, row_fields
 
 COLUMNS = [
@@ -59,3 +59,8 @@ def test_spark_schema_has_no_logical_types() -> None:
 def test_schemas_without_a_connect_equivalent_are_refused(schema: str) -> None:
     with pytest.raises(AvroSchemaError):
         connect_schema(schema)
+
+
+def test_required_fields_are_the_non_nullable_top_level_ones() -> None:
+    avro = json.dumps(avro_schema({**_envelope_schema(), "optional": False}))
+    assert required_fields(avro) == ("source", "op")
