@@ -66,6 +66,11 @@ class LocalRegistry(LocalService):
         """Apicurio's own API, what its Kafka Connect converter's `apicurio.registry.url` names."""
         return f"{self.url}/apis/registry/v3"
 
+    @property
+    def v2_url(self) -> str:
+        """Apicurio's v2 API, which the 2.6.x Connect converter (Debezium 3.5's pin) talks to."""
+        return f"{self.url}/apis/registry/v2"
+
     def start(self) -> LocalRegistry:
         began = time.monotonic()
         jar = app_home() / "quarkus-run.jar"
