@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars kafka system-packages demo test test-unit test-integration test-deep lint bench clean
+.PHONY: help install jars kafka system-packages demo test test-unit test-integration test-deep lint bench bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -99,6 +99,9 @@ test-deep: install  ## long runs: property tests with HYPOTHESIS_PROFILE=deep, a
 
 bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory
 	$(PY) -m devkit.bench $(BENCH_ARGS)
+
+bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s
+	$(PY) -m devkit.bench_avro $(BENCH_ARGS)
 
 clean:  ## remove build outputs (keeps the venv)
 	rm -rf $(BUILD)/run $(BUILD)/logs
