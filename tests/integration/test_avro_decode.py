@@ -92,7 +92,7 @@ def _row(i: int, **changes: Any) -> dict[str, Any]:
 
 
 def corpus(server: str) -> list[KafkaRecord]:
-    """Snapshot, create, update (with NULLs), delete + tombstone, truncate, then a column added by DDL."""
+    """Snapshot, create, update (with NULLs), delete + tombstone, then a column added by DDL (no truncate yet)."""
     before = DebeziumTable(server=server, database="db", table="t", columns=COLUMNS, key=["id"])
     after = DebeziumTable(server=server, database="db", table="t", columns=[*COLUMNS, ADDED], key=["id"])
     return [
