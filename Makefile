@@ -14,12 +14,12 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench clean
+.PHONY: help install jars kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars kafka connect trino  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars kafka connect trino registry  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -50,6 +50,16 @@ $(BUILD)/connect/.fetched: infra/connect/pom.xml | system-packages
 	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DexcludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/libs
 	$(MVN) -f $< $(DEP):unpack-dependencies -DincludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/plugins \
 	    -DmarkersDirectory=$(CURDIR)/$(BUILD)/connect/.markers
+	touch $@
+
+REGISTRY_VERSION := $(shell cat infra/registry/VERSION)
+.PHONY: registry
+registry: $(BUILD)/registry/.fetched  ## Apicurio Registry (Java 21+, Avro schemas for Avro change events) -> build/registry
+$(BUILD)/registry/.fetched: infra/registry/VERSION | system-packages
+	rm -rf $(BUILD)/registry && mkdir -p $(BUILD)/registry $(BUILD)/dl
+	$(MVN) $(DEP):copy -Dartifact=io.apicurio:apicurio-registry-app:$(REGISTRY_VERSION):tar.gz:all -DoutputDirectory=$(CURDIR)/$(BUILD)/dl
+	tar -xzf $(BUILD)/dl/apicurio-registry-app-$(REGISTRY_VERSION)-all.tar.gz -C $(BUILD)/registry
+	rm -f $(BUILD)/dl/apicurio-registry-app-$(REGISTRY_VERSION)-all.tar.gz
 	touch $@
 
 TRINO_VERSION := $(shell cat infra/trino/VERSION)
@@ -96,6 +106,9 @@ test-deep: install  ## long runs: property, corpus and kill -9 tests with HYPOTH
 
 bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory
 	$(PY) -m devkit.bench $(BENCH_ARGS)
+
+bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s
+	$(PY) -m devkit.bench_avro $(BENCH_ARGS)
 
 clean:  ## remove build outputs (keeps the venv)
 	rm -rf $(BUILD)/run $(BUILD)/logs

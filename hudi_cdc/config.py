@@ -29,6 +29,7 @@ TruncateMode = Literal["apply", "ignore"]
 SchemaPolicy = Literal["safe", "allow_incompatible"]
 TriggerStrategy = Literal["NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME"]
 CompactionMode = Literal["inline", "schedule_only", "off"]
+WireFormat = Literal["json", "avro", "auto"]
 
 # Kafka client keys whose values are secrets: never logged, never shown in repr.
 _SECRET_KEY = re.compile(r"(password|secret|jaas|token|key\.pem|keystore\.key|credentials)", re.I)
@@ -59,6 +60,28 @@ class KafkaSource(_Frozen):
     def redacted_properties(self) -> dict[str, str]:
         """The pass-through properties with secret values masked, for logs and `status`."""
         return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.properties.items()}
+
+
+class SchemaRegistry(_Frozen):
+    """A Confluent-compatible schema registry, for tables whose records are Avro (issue 13)."""
+
+    url: str
+    """Base URL of the Confluent-compatible API, e.g. `http://registry:8080/apis/ccompat/v7` for Apicurio."""
+    username: str | None = None
+    """HTTP basic auth user (with `password`), usually `${VAR}`."""
+    password: str | None = Field(default=None, repr=False)
+    """HTTP basic auth password; put a `${VAR}` reference here, never the secret itself."""
+    request_timeout: Duration = timedelta(seconds=10)
+    """How long one request may take."""
+    retry_budget: Duration = timedelta(seconds=60)
+    """How long a schema fetch is retried (with backoff) before the job stops without committing."""
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
 
 
 class HiveSync(_Frozen):
@@ -102,6 +125,12 @@ class TableConfig(_Frozen):
     """`source` (spec §2: binlog position / lsn, then ts_ms, then Kafka offset) or a numeric/timestamp column."""
     mode: ImageMode = "full"
     """full: Debezium row images; patch: messages carry only the changed fields."""
+    format: WireFormat = "json"
+    """How values are encoded: json (JsonConverter); avro (Confluent wire format: byte 0, a 4-byte
+    schema id, the Avro body; needs `schema_registry`); auto (per record: Avro when the first byte
+    is 0, which JSON text never starts with, else JSON)."""
+    key_format: WireFormat | None = None
+    """How Kafka keys are encoded; None: as `format`."""
     patch_field: str = "data"
     """In patch mode, the JSON field that holds the changed columns."""
     deletes: DeleteMode = "hard"
@@ -130,6 +159,8 @@ class TableConfig(_Frozen):
                 raise ValueError(f"key/partition columns {missing} are not among `columns` {list(self.columns)}")
         if self.mode == "patch" and not self.columns:
             raise ValueError("patch tables need `columns` (patch messages carry no schema)")
+        if self.mode == "patch" and self.format != "json":
+            raise ValueError("patch tables read JSON only (`format: json`)")
         if self.mode == "patch" and self.ordering == "source":
             raise ValueError("patch tables need `ordering`: the message field that orders them, e.g. `ts`")
         return self
@@ -187,6 +218,8 @@ class Config(_Frozen):
     routes: list[Route] = Field(default_factory=list)
     connector: ConnectorSection | None = None
     """The Debezium connector `hudi-cdc snapshot` deploys (the snapshot relay); None: not used."""
+    schema_registry: SchemaRegistry | None = None
+    """Where Avro writer schemas come from; required when a table's `format`/`key_format` is avro or auto."""
 
     @model_validator(mode="after")
     def _routes_name_tables(self) -> Config:
@@ -204,6 +237,9 @@ class Config(_Frozen):
             if unrouted:
                 topics = [self.connector.topic(t) for t in unrouted]
                 raise ValueError(f"connector.tables {unrouted}: no route takes their topics {topics}")
+        avro = [t.name for t in self.tables if t.format != "json" or (t.key_format or "json") != "json"]
+        if avro and self.schema_registry is None:
+            raise ValueError(f"tables {avro} read Avro (`format`/`key_format`) but no `schema_registry` is configured")
         return self
 
     def table_of_topic(self, topic: str) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_cdc.avro.readable import AvroBodies
 from hudi_cdc.dead_letter import read
 from hudi_cdc.durations import parse_duration
 
@@ -110,14 +111,17 @@ def summary(letters: DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def records(letters: DataFrame, *, limit: int) -> list[dict[str, Any]]:
+def records(letters: DataFrame, *, limit: int, avro: AvroBodies | None = None) -> list[dict[str, Any]]:
     """Full records, oldest first by Kafka position, key and value decoded for reading."""
     rows = _with_epoch(letters).orderBy("topic", "partition", "offset").limit(limit).collect()
-    return [render(row) for row in rows]
+    return [render(row, avro=avro) for row in rows]
 
 
-def render(row: Row) -> dict[str, Any]:
-    """One dead letter for people and machines: position, reason, key and value decoded."""
+def render(row: Row, *, avro: AvroBodies | None = None) -> dict[str, Any]:
+    """One dead letter for people and machines: position, reason, key and value decoded.
+
+    With `avro`, framed Avro keys and values are decoded with their writer schemas.
+    """
     return {
         "record": _where(row),
         "table": row["table"],
@@ -126,16 +130,20 @@ def render(row: Row) -> dict[str, Any]:
         "detected_at": _iso(row["_detected"]),
         "job": row["job"],
         "batch_id": row["batch_id"],
-        "key": decode_bytes(row["key"]),
-        "value": decode_bytes(row["value"]),
+        "key": decode_bytes(row["key"], avro=avro),
+        "value": decode_bytes(row["value"], avro=avro),
     }
 
 
-def decode_bytes(data: bytes | bytearray | None) -> Any:
-    """JSON when the bytes are UTF-8 JSON, else the UTF-8 text, else {"base64": ...}."""
+def decode_bytes(data: bytes | bytearray | None, *, avro: AvroBodies | None = None) -> Any:
+    """Avro (with `avro`) when framed, else JSON when UTF-8 JSON, else the UTF-8 text, else {"base64": ...}."""
     if data is None:
         return None
     raw = bytes(data)
+    if avro is not None:
+        readable = avro.decode(raw)
+        if readable is not None:
+            return readable
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, LongType, StringType, StructField, StructType, TimestampType
 
+from hudi_cdc.avro.wire import WIRE_ERROR, WIRE_KEY, WIRE_VALUE
 from hudi_cdc.config import TableConfig
 from hudi_cdc.debezium_types import floor_div
 from hudi_cdc.decode_order import (
@@ -333,10 +334,13 @@ def _non_null_texts(texts: list[Column]) -> Column:
 
 
 def _checks(
-    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: _Order
+    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: _Order,
+    wire_error: Column | None = None,
 ) -> list[tuple[Column, str, Column]]:
     """Every reason a record is rejected, in the order they are tested: (failed?, error class, message)."""
     raw_map = F.col(_RAW)
+    # an Avro record that could not be read (avro/wire.py) is not JSON at all: its reason comes first
+    wire = [(wire_error.isNotNull(), "AvroDecodeError", wire_error)] if wire_error is not None else []
 
     # a present column whose JSON value is not NULL but whose conversion is
     def in_image(name: str) -> Column:
@@ -354,6 +358,7 @@ def _checks(
     key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
     image_name = "`after`" if table.mode == "full" else f"`{table.patch_field}`"
     return [
+        *wire,
         # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
         (F.encode(F.col(_JSON), "UTF-8") != F.col("value"), "MalformedJson",
          F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
@@ -384,15 +389,19 @@ def _checks(
     ]  # fmt: skip
 
 
-def _reject_columns(table: TableConfig) -> list[Column | str]:
-    """The dead-letter row of a rejected record (dead_letter.py's columns)."""
+def _reject_columns(table: TableConfig, wire: bool) -> list[Column | str]:
+    """The dead-letter row of a rejected record (dead_letter.py's columns).
+
+    `wire`: the records came through avro/wire.py, whose WIRE_KEY/WIRE_VALUE hold the bytes as
+    read from Kafka (Avro), so a replay sends the original record, not its JSON rendering.
+    """
     return [
         F.lit(table.name).alias("table"),
         "topic",
         "partition",
         "offset",
-        "key",
-        "value",
+        F.col(WIRE_KEY).alias("key") if wire else "key",
+        F.col(WIRE_VALUE).alias("value") if wire else "value",
         F.col(_ERROR_CLASS).alias("error_class"),
         F.concat(
             F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset")),
@@ -452,8 +461,12 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
     op = F.col(f"{_ENV}.op")
     present = _present(types, table, op, F.col(_RAW))
     order = _order(table, types, values, op)
-    error_class, message = _first_error(_checks(table, types, values, op, present, order))
+    wire = WIRE_ERROR in records.columns
+    wire_error = F.col(WIRE_ERROR) if wire else None
+    error_class, message = _first_error(_checks(table, types, values, op, present, order, wire_error))
     skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
+    if wire_error is not None:
+        skip_reason = F.when(wire_error.isNull(), skip_reason)
     # one parse for both outputs: compute every output column once, split by the outcome
     parsed = (
         records.withColumn(_SKIP, skip_reason)
@@ -467,7 +480,7 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
                 F.struct(F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")),
             ).alias(_SKIPPED),
             F.struct(*_event_columns(table, types, values, op, present, order)).alias(_EVENT),
-            F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*_reject_columns(table))).alias(_REJECT),
+            F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*_reject_columns(table, wire))).alias(_REJECT),
         )
     )
     return DecodeResult(parsed=parsed, tombstones=tombstones, schema=types.schema)

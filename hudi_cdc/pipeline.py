@@ -17,6 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc import dead_letter
+from hudi_cdc.avro.registry import fetcher_for
+from hudi_cdc.avro.wire import avro_as_json, uses_avro
 from hudi_cdc.collapse import Truncation, fold
 from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
@@ -179,7 +181,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
     metrics = TableMetrics(
         table=table.name, read=read, watermark_ts_ms=previous.watermark_ts_ms, applied_through=kafka.last
     )
-    decoded = decode(records, table).cached()
+    decoded = decode(_as_json(records, table, ctx), table).cached()
     folded: DataFrame | None = None
     try:
         _count_unapplied(decoded, metrics, ctx)
@@ -248,6 +250,14 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         decoded.parsed.unpersist()
         if folded is not None:
             folded.unpersist()
+
+
+def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataFrame:
+    """The table's records with Avro values/keys rewritten as the JSON path reads them (issue 13)."""
+    registry = ctx.config.schema_registry
+    if not uses_avro(table) or registry is None:  # config validation requires a registry for Avro tables
+        return records
+    return avro_as_json(records, table, fetcher_for(registry))
 
 
 def _count_unapplied(decoded: DecodeResult, metrics: TableMetrics, ctx: BatchContext) -> None:

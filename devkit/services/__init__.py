@@ -1,4 +1,4 @@
-"""Local services for tests and the demo: Kafka, Kafka Connect with Debezium, MariaDB."""
+"""Local services for tests and the demo: Kafka, Kafka Connect with Debezium, MariaDB, a schema registry."""
 
 from devkit.services.process import (
     ServiceError,

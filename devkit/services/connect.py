@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 SERVICE = "connect"
 MARIADB_CONNECTOR_CLASS = "io.debezium.connector.mariadb.MariaDbConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+AVRO_CONVERTER = "io.apicurio.registry.utils.converter.AvroConverter"
 SnapshotMode = Literal[
     "initial", "initial_only", "no_data", "recovery", "when_needed", "always", "never", "configuration_based"
 ]
@@ -194,4 +195,28 @@ def mariadb_connector_config(
         "topic.creation.default.partitions": "1",
     }
     config.update(extra or {})
+    return config
+
+
+def avro_converter_config(registry_v2_url: str) -> dict[str, str]:
+    """Connector keys for Apicurio's Avro converter (2.6.x, Debezium's pin) writing the Confluent wire format.
+
+    `registry_v2_url` is Apicurio's v2 API (`.../apis/registry/v2`, which 3.x still serves). With
+    `as-confluent` + `use-id=contentId` each record is 0x00, a 4-byte content id, the Avro body,
+    and the content id is what the registry's `/apis/ccompat/v7/schemas/ids/{id}` takes.
+    Pass as `extra` to `mariadb_connector_config`.
+    """
+    config = {"schema.name.adjustment.mode": "avro", "field.name.adjustment.mode": "avro"}
+    for side in ("key", "value"):
+        prefix = f"{side}.converter"
+        config[prefix] = AVRO_CONVERTER
+        for name, value in {
+            "url": registry_v2_url,
+            "auto-register": "true",
+            "find-latest": "true",
+            "as-confluent": "true",
+            "use-id": "contentId",
+            "headers.enabled": "false",
+        }.items():
+            config[f"{prefix}.apicurio.registry.{name}"] = value
     return config

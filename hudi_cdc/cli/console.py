@@ -210,7 +210,7 @@ def dead_letters_show(
     offset: int | None,
     limit: int,
 ) -> None:
-    """Whole records: topic[partition]@offset, class, message, key and value (decoded when JSON)."""
+    """Whole records: topic[partition]@offset, class, message, key and value (decoded when JSON or Avro)."""
     from hudi_cdc import dead_letter_ops as ops
 
     config, spark = _config_and_spark(config_path, "dead-letters")
@@ -218,7 +218,13 @@ def dead_letters_show(
         tables=tables, error_classes=error_classes, since=since, until=until, topic=topic, partition=partition, offset=offset
     )
     letters = ops.select(spark, config.job.dead_letter_path, selection)
-    rows = ops.records(letters, limit=limit) if letters is not None else []
+    avro = None
+    if config.schema_registry is not None:  # Avro tables: show their bodies decoded
+        from hudi_cdc.avro.readable import AvroBodies
+        from hudi_cdc.avro.registry import fetcher_for
+
+        avro = AvroBodies(fetcher_for(config.schema_registry))
+    rows = ops.records(letters, limit=limit, avro=avro) if letters is not None else []
     output_for(as_json).records("dead letters", rows, heading="record")
 
 

@@ -21,6 +21,7 @@ from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from devkit.services.process import log_tail
+from devkit.services.registry import LocalRegistry
 from devkit.services.trino import LocalTrino
 
 ReadTopic = Callable[..., list[Message]]
@@ -116,3 +117,10 @@ def pytest_runtest_makereport(
                     (f"{path.parent.name} log tail ({path})", log_tail(path, _LOG_TAIL_LINES))
                 )
     return report
+
+
+@pytest.fixture(scope="session")
+def registry() -> Iterator[LocalRegistry]:
+    """An Apicurio Registry (in memory) for the whole session."""
+    with LocalRegistry() as server:
+        yield server

@@ -35,6 +35,7 @@ class Job:
     checkpoint: str = "cp"
     created: set[str] = field(default_factory=set)
     metastore_uris: str | None = None
+    schema_registry: dict[str, Any] | None = None
 
     @property
     def database(self) -> str:
@@ -61,6 +62,7 @@ class Job:
             "tables": [
                 {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t} for t in self.tables
             ],
+            **({"schema_registry": self.schema_registry} if self.schema_registry else {}),
         }
 
     def config_file(self, *, job: dict[str, Any] | None = None, kafka: dict[str, Any] | None = None) -> Path:

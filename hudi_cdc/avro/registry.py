@@ -1,0 +1,126 @@
+"""Writer schemas by id from a Confluent-compatible schema registry (Apicurio's `/apis/ccompat/v7`).
+
+Only the driver calls it, once per distinct schema id of a batch (never per record). A schema
+id names immutable content, so a fetched schema is cached for the life of the process. An
+unknown id is an answer (the record is dead-lettered); a registry that does not answer is
+retried with exponential backoff until `retry_budget` is spent, then RegistryUnavailableError
+stops the job before anything of the batch is committed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from threading import Lock
+
+from hudi_cdc.config import SchemaRegistry
+from hudi_cdc.errors import TransientError
+
+log = logging.getLogger(__name__)
+
+_NOT_FOUND = 40403
+"""The ccompat error code of "schema not found" (HTTP 404)."""
+
+
+class RegistryUnavailableError(TransientError):
+    """The schema registry did not answer within the retry budget; nothing of the batch was committed."""
+
+    def __init__(self, url: str, *, schema_id: int, budget: float, reason: str) -> None:
+        self.url = url
+        self.schema_id = schema_id
+        self.reason = reason
+        super().__init__(
+            f"schema registry {url} did not return schema id {schema_id} within {budget:.0f}s: {reason}\n"
+            "Nothing of this batch was committed; the job stops and, restarted, reads the batch again. "
+            "Check that the registry runs and that `schema_registry.url` and its credentials are right."
+        )
+
+
+class SchemaFetcher:
+    """Schema text by id, cached; retries with backoff (see the module docstring)."""
+
+    def __init__(self, config: SchemaRegistry, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self._sleep = sleep
+        self._cache: dict[int, str | None] = {}
+        self._lock = Lock()
+
+    def schemas(self, ids: Iterable[int]) -> dict[int, str | None]:
+        """id -> the Avro schema JSON text, None for an id the registry does not know."""
+        return {i: self.schema(i) for i in sorted(set(ids))}
+
+    def schema(self, schema_id: int) -> str | None:
+        """The Avro schema JSON text of `schema_id`, None when the registry does not know it."""
+        with self._lock:
+            if schema_id in self._cache:
+                return self._cache[schema_id]
+        text = self._fetch(schema_id)
+        # an unknown id is not cached: it may be registered by the time its record is replayed
+        if text is not None:
+            with self._lock:
+                self._cache[schema_id] = text
+        return text
+
+    def _fetch(self, schema_id: int) -> str | None:
+        budget = self.config.retry_budget.total_seconds()
+        deadline = time.monotonic() + budget
+        delay = 0.2
+        while True:
+            try:
+                return self._get(schema_id)
+            except (OSError, ValueError) as exc:  # URLError, HTTP 5xx, timeouts, a garbled answer
+                reason = f"{type(exc).__name__}: {exc}"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RegistryUnavailableError(self.config.url, schema_id=schema_id, budget=budget, reason=reason)
+            log.warning("schema registry %s: schema id %d: %s; retrying in %.1fs", self.config.url, schema_id, reason, delay)
+            self._sleep(min(delay, remaining))
+            delay = min(delay * 2, 10.0)
+
+    def _get(self, schema_id: int) -> str | None:
+        request = urllib.request.Request(f"{self.config.url.rstrip('/')}/schemas/ids/{schema_id}")
+        request.add_header("Accept", "application/vnd.schemaregistry.v1+json, application/json")
+        if self.config.username is not None:
+            token = base64.b64encode(f"{self.config.username}:{self.config.password or ''}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds()) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:
+            # a 404 without the ccompat code is a wrong URL, not an unknown id: retry, then stop
+            if exc.code == 404 and _error_code(exc) == _NOT_FOUND:
+                return None
+            if exc.code in (401, 403):
+                raise OSError(f"HTTP {exc.code}: the registry refused the credentials") from exc
+            raise
+        schema = body.get("schema") if isinstance(body, dict) else None
+        if not isinstance(schema, str):
+            raise ValueError(f"no `schema` in the registry's answer for id {schema_id}")
+        schema_type = body.get("schemaType", "AVRO")
+        if schema_type != "AVRO":
+            log.warning("schema id %d is %s, not AVRO: its records are dead-lettered", schema_id, schema_type)
+            return None
+        return schema
+
+
+def _error_code(exc: urllib.error.HTTPError) -> int | None:
+    try:
+        code = json.loads(exc.read() or b"{}").get("error_code")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(code) if isinstance(code, int) else None
+
+
+_FETCHERS: dict[SchemaRegistry, SchemaFetcher] = {}
+
+
+def fetcher_for(config: SchemaRegistry) -> SchemaFetcher:
+    """The process's fetcher for this registry, so its cache lives across batches."""
+    if config not in _FETCHERS:
+        _FETCHERS[config] = SchemaFetcher(config)
+    return _FETCHERS[config]

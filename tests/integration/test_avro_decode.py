@@ -1,0 +1,202 @@
+"""Issue 13: Avro change events (Confluent wire format, schemas in a real Apicurio Registry)
+decode to exactly the events the same changes give as JSON; unreadable ones are dead-lettered.
+
+The corpus is built once as JsonConverter records (devkit.debezium) and re-encoded as the
+AvroConverter writes them (devkit.debezium_avro), so both encodings carry the same logical events.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
+from devkit.debezium_avro import frame, to_avro
+from devkit.services.registry import LocalRegistry
+from hudi_cdc.avro.registry import SchemaFetcher
+from hudi_cdc.avro.wire import avro_as_json
+from hudi_cdc.config import SchemaRegistry, TableConfig
+from hudi_cdc.decode import DecodeResult, decode
+
+pytestmark = pytest.mark.integration
+
+KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+T0 = dt.datetime(2024, 6, 1, 12, 0, 0)
+
+# every kind devkit.debezium encodes: the JSON end-to-end tests' logical types and more
+COLUMNS = [
+    Column("id", "int32", optional=False),
+    Column("tiny", "int8"),
+    Column("small", "int16"),
+    Column("big", "int64"),
+    Column("ratio", "float32"),
+    Column("score", "float64"),
+    Column("active", "boolean"),
+    Column("name", "string"),
+    Column("blob", "bytes"),
+    Column("balance", "decimal", scale=2, precision=12),
+    Column("wide", "decimal", scale=4, precision=30),
+    Column("anything", "variable_decimal"),
+    Column("born", "date"),
+    Column("alarm", "time"),
+    Column("lap", "micro_time"),
+    Column("tick", "nano_time"),
+    Column("seen_ms", "timestamp"),
+    Column("seen_us", "micro_timestamp"),
+    Column("seen_ns", "nano_timestamp"),
+    Column("zoned", "zoned_timestamp"),
+    Column("year", "year"),
+    Column("doc", "json"),
+    Column("color", "enum"),
+    Column("ident", "uuid"),
+]
+ADDED = Column("note", "string")
+
+
+def _row(i: int, **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": i,
+        "tiny": -7,
+        "small": 30_000,
+        "big": 9_007_199_254_740_993,
+        "ratio": 0.5,
+        "score": -1234.5678,
+        "active": True,
+        "name": f"row {i} ünïcödé",
+        "blob": b"\x00\xffbytes",
+        "balance": Decimal("-1234567890.12"),
+        "wide": Decimal("12345678901234567890123456.7891"),
+        "anything": Decimal("-0.000123456789"),
+        "born": dt.date(1961, 2, 3),
+        "alarm": dt.time(7, 30, 15, 123000),
+        "lap": dt.timedelta(hours=838, minutes=59, seconds=59, microseconds=999999),
+        "tick": 1_234_567_891,
+        "seen_ms": dt.datetime(1969, 12, 31, 23, 59, 59, 999000),
+        "seen_us": dt.datetime(2024, 3, 1, 12, 30, 15, 123456),
+        "seen_ns": -1_500,
+        "zoned": dt.datetime(2024, 3, 1, 12, 30, 15, 500000, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+        "year": 2024,
+        "doc": '{"vip": true}',
+        "color": "red",
+        "ident": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "name_null": None,
+    }
+    row.pop("name_null")
+    row.update(changes)
+    return row
+
+
+def corpus(server: str) -> list[KafkaRecord]:
+    """Snapshot, create, update (with NULLs), delete + tombstone, then a column added by DDL (no truncate yet)."""
+    before = DebeziumTable(server=server, database="db", table="t", columns=COLUMNS, key=["id"])
+    after = DebeziumTable(server=server, database="db", table="t", columns=[*COLUMNS, ADDED], key=["id"])
+    return [
+        before.change("r", after=_row(1), pos=100),
+        before.change("c", after=_row(2), pos=200),
+        before.change("c", after=_row(3, balance=Decimal("0.05")), pos=300),
+        before.change("u", before=_row(2), after=_row(2, name=None, balance=None, born=None, zoned=None), pos=400),
+        before.change("d", before=_row(3), pos=500),
+        before.tombstone(_row(3)),
+        before.change("c", after=_row(4, anything=Decimal("1E+3")), pos=600),
+        # ALTER TABLE t ADD COLUMN note: a second schema id in the same batch
+        after.change("u", before={**_row(1), "note": None}, after={**_row(1), "note": "added"}, pos=700),
+        after.change("c", after={**_row(5), "note": None}, pos=800),
+        before.change("c", after=_row(6), pos=900),
+    ]
+
+
+def kafka_rows(spark: SparkSession, records: list[KafkaRecord], topic: str) -> DataFrame:
+    rows = [(k, v, topic, 0, o, T0 + dt.timedelta(seconds=o)) for o, (k, v) in enumerate(records)]
+    return spark.createDataFrame(rows, KAFKA_COLUMNS)
+
+
+def _fetcher(registry: LocalRegistry, **kw: Any) -> SchemaFetcher:
+    return SchemaFetcher(SchemaRegistry(url=registry.ccompat_url, **kw))
+
+
+def _decode_avro(spark: SparkSession, registry: LocalRegistry, records: list[KafkaRecord], table: TableConfig, topic: str) -> DecodeResult:
+    return decode(avro_as_json(kafka_rows(spark, records, topic), table, _fetcher(registry)), table)
+
+
+def _events(result: DecodeResult) -> list[dict[str, Any]]:
+    return sorted((r.asDict(recursive=True) for r in result.events.collect()), key=lambda r: r["_kafka_offset"])
+
+
+def test_avro_and_json_decode_to_identical_events(spark: SparkSession, registry: LocalRegistry) -> None:
+    server = f"srv{uuid.uuid4().hex[:8]}"
+    topic = f"{server}.db.t"
+    json_records = corpus(server)
+    avro_records = [to_avro(r, topic=topic, register=registry.register) for r in json_records]
+    json_table = TableConfig(name="t", key=["id"], base_path="/unused")
+    avro_table = TableConfig(name="t", key=["id"], base_path="/unused", format="avro")
+
+    from_json = decode(kafka_rows(spark, json_records, topic), json_table)
+    from_avro = _decode_avro(spark, registry, avro_records, avro_table, topic)
+
+    assert from_json.rejects.count() == 0, from_json.rejects.collect()
+    assert from_avro.rejects.count() == 0, from_avro.rejects.collect()
+    assert from_avro.schema == from_json.schema
+    assert "note" in from_avro.schema.fieldNames()
+    expected = _events(from_json)
+    assert len(expected) == 9
+    assert _events(from_avro) == expected
+    assert sorted(r["offset"] for r in from_avro.tombstones.collect()) == [5]
+    # spot checks that the comparison compares something exact
+    by_id = {e["id"]: e for e in expected if e["_cdc_op"] != "d"}
+    assert by_id[4]["anything"] == "1000" and by_id[1]["note"] == "added"
+    assert by_id[1]["balance"] == Decimal("-1234567890.12") and by_id[1]["wide"] == Decimal("12345678901234567890123456.7891")
+    assert by_id[1]["seen_ns"] == dt.datetime(1969, 12, 31, 23, 59, 59, 999998)
+
+
+def test_json_key_with_avro_value(spark: SparkSession, registry: LocalRegistry) -> None:
+    server = f"srv{uuid.uuid4().hex[:8]}"
+    topic = f"{server}.db.t"
+    json_records = corpus(server)[:3]
+    mixed = [to_avro(r, topic=topic, register=registry.register, key=False) for r in json_records]
+    table = TableConfig(name="t", key=["id"], base_path="/unused", format="avro", key_format="json")
+    result = _decode_avro(spark, registry, mixed, table, topic)
+    assert result.rejects.count() == 0
+    assert _events(result) == _events(decode(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
+
+
+def test_unreadable_avro_is_dead_lettered_with_its_reason(spark: SparkSession, registry: LocalRegistry) -> None:
+    server = f"srv{uuid.uuid4().hex[:8]}"
+    topic = f"{server}.db.t"
+    good_key, good_value = to_avro(corpus(server)[1], topic=topic, register=registry.register)
+    assert good_value is not None
+    known_id = int.from_bytes(good_value[1:5], "big")
+    records: list[KafkaRecord] = [
+        (good_key, good_value),
+        (good_key, frame(2_000_000_000, good_value[5:])),  # an id the registry never gave out
+        (good_key, frame(known_id, b"\x02")),  # a body that ends too early
+        (good_key, b'{"schema": null, "payload": {}}'),  # JSON where Avro is configured
+        (good_key, b"\x00\x00"),  # too short to hold a schema id
+    ]
+    table = TableConfig(name="t", key=["id"], base_path="/unused", format="avro")
+    result = _decode_avro(spark, registry, records, table, topic)
+    assert [e["_kafka_offset"] for e in _events(result)] == [0]
+    rejects = {r["offset"]: r for r in result.rejects.collect()}
+    assert sorted(rejects) == [1, 2, 3, 4]
+    assert {r["error_class"] for r in rejects.values()} == {"AvroDecodeError"}
+    assert "unknown schema id 2000000000" in rejects[1]["error_message"]
+    assert f"does not decode with its writer schema (id {known_id})" in rejects[2]["error_message"]
+    assert "not in the Avro wire format (first byte 0x7B" in rejects[3]["error_message"]
+    assert "not in the Avro wire format (first byte 0x00" in rejects[4]["error_message"]
+    # the dead-letter store keeps the bytes as they were read from Kafka
+    assert rejects[1]["value"] == frame(2_000_000_000, good_value[5:]) and rejects[1]["key"] == good_key
+
+
+def test_auto_format_reads_json_and_avro_in_one_batch(spark: SparkSession, registry: LocalRegistry) -> None:
+    server = f"srv{uuid.uuid4().hex[:8]}"
+    topic = f"{server}.db.t"
+    json_records = corpus(server)
+    mixed = [to_avro(r, topic=topic, register=registry.register) if i % 2 else r for i, r in enumerate(json_records)]
+    table = TableConfig(name="t", key=["id"], base_path="/unused", format="auto")
+    result = _decode_avro(spark, registry, mixed, table, topic)
+    assert result.rejects.count() == 0
+    assert _events(result) == _events(decode(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
