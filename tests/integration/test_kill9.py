@@ -41,23 +41,29 @@ DATA = ["name", "qty"]
 
 
 def _stream(rng: random.Random, source: DebeziumTable) -> tuple[list[KafkaRecord], list[Event]]:
-    """Random changes over 25 keys in event order: (Kafka records, reference events)."""
+    """25 creates, then random updates and deletes (with tombstones) in event order: (Kafka records, reference events).
+
+    Deleted keys are not created again: after the first batch the merge-on-read table then only
+    receives updates and deletes, which Hudi writes to log files, so compaction has work to do
+    (a batch with inserts rewrites small base files instead, leaving nothing to compact).
+    """
     records: list[KafkaRecord] = []
     events: list[Event] = []
-    live: set[int] = set()
+    live = list(range(25))
     for i in range(CHANGES):
-        key = rng.randrange(25)
         order = f"{i:06d}"
-        if key in live and rng.random() < 0.2:
+        if i < 25:
+            key, op = i, "c"
+        elif len(live) > 5 and rng.random() < 0.1:
+            key = live.pop(rng.randrange(len(live)))
             records += [source.change("d", before={"id": key}, pos=1000 + i), source.tombstone({"id": key})]
             events.append(Event((key,), "d", order))
-            live.discard(key)
             continue
-        op = "u" if key in live else "c"
+        else:
+            key, op = rng.choice(live), "u"
         row = {"id": key, "name": rng.choice(["a", "b", None]), "qty": i}
         records.append(source.change(op, after=row, pos=1000 + i))
         events.append(Event((key,), op, order, {c: row[c] for c in DATA}))
-        live.add(key)
     return records, events
 
 
