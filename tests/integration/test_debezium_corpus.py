@@ -101,9 +101,9 @@ def _comparable(value: Any) -> Any:
     return value
 
 
-def _variants(envelopes: tuple[bool, ...]) -> list[tuple[Corpus, bool]]:
-    """Each corpus with the schema envelope (True) and/or without it (False)."""
-    return [(corpus, with_schema) for corpus in CORPORA for with_schema in envelopes]
+def _variants(envelopes: tuple[bool, ...], only: str | None = None) -> list[tuple[Corpus, bool]]:
+    """Each corpus (or the one named `only`) with the schema envelope (True) and/or without it (False)."""
+    return [(c, with_schema) for c in CORPORA if only in (None, c.name) for with_schema in envelopes]
 
 
 def _run(
@@ -143,8 +143,10 @@ def test_documented_debezium_events_land_exactly_in_one_batch(
 def test_documented_debezium_events_land_exactly_with_every_record_alone_in_its_batch(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
-    """Each tombstone, delete and truncate alone in its batch (make test: enveloped topics; deep: both)."""
-    _run(spark, kafka, tmp_path, "every record alone", seed=0, variants=_variants((True, False) if DEEP else (True,)))
+    """Each tombstone, delete and truncate alone in its batch (make test: the PostgreSQL corpus, which
+    has all three, enveloped; deep: every corpus, both ways)."""
+    variants = _variants((True, False)) if DEEP else _variants((True,), only="postgres_public_orders")
+    _run(spark, kafka, tmp_path, "every record alone", seed=0, variants=variants)
 
 
 @pytest.mark.parametrize("seed", range(RANDOM_CUTS))
