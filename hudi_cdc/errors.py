@@ -93,3 +93,17 @@ class DeadLetterRetentionError(TerminalError):
             f"{path}: no `job.dead_letter_retention` is set, so purge does not know what is old; "
             "set it (e.g. `30 days`) or pass --older-than. Nothing was deleted."
         )
+
+
+class RegistryUnavailableError(TransientError):
+    """The schema registry did not answer within the retry budget; nothing of the batch was committed."""
+
+    def __init__(self, url: str, *, schema_id: int, budget: float, reason: str) -> None:
+        self.url = url
+        self.schema_id = schema_id
+        self.reason = reason
+        super().__init__(
+            f"schema registry {url} did not return schema id {schema_id} within {budget:.0f}s: {reason}\n"
+            "Nothing of this batch was committed; the job stops and, restarted, reads the batch again. "
+            "Check that the registry runs and that `schema_registry.url` and its credentials are right."
+        )

@@ -14,7 +14,8 @@ from typing import Any
 
 import fastavro
 
-from hudi_cdc.avro.registry import RegistryUnavailableError, SchemaFetcher
+from hudi_cdc.avro.registry import SchemaFetcher
+from hudi_cdc.errors import RegistryUnavailableError
 
 
 class AvroBodies:

@@ -19,26 +19,12 @@ from collections.abc import Callable, Iterable
 from threading import Lock
 
 from hudi_cdc.config import SchemaRegistry
-from hudi_cdc.errors import TransientError
+from hudi_cdc.errors import RegistryUnavailableError
 
 log = logging.getLogger(__name__)
 
 _NOT_FOUND = 40403
 """The ccompat error code of "schema not found" (HTTP 404)."""
-
-
-class RegistryUnavailableError(TransientError):
-    """The schema registry did not answer within the retry budget; nothing of the batch was committed."""
-
-    def __init__(self, url: str, *, schema_id: int, budget: float, reason: str) -> None:
-        self.url = url
-        self.schema_id = schema_id
-        self.reason = reason
-        super().__init__(
-            f"schema registry {url} did not return schema id {schema_id} within {budget:.0f}s: {reason}\n"
-            "Nothing of this batch was committed; the job stops and, restarted, reads the batch again. "
-            "Check that the registry runs and that `schema_registry.url` and its credentials are right."
-        )
 
 
 class SchemaFetcher:
