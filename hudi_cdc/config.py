@@ -143,12 +143,30 @@ class TableConfig(_Frozen):
     hive: HiveSync = Field(default_factory=HiveSync)
     compaction: Compaction = Field(default_factory=Compaction)
     schema_policy: SchemaPolicy = "safe"
+    hoodie_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Extra Hudi write options (file sizing, parallelism, metadata table, ...), applied after
+    hudi_cdc's own. Keys hudi_cdc sets for correctness (record key, merge mode, index, retention,
+    compaction: see `hudi.options.OWNED`) are refused; set compaction through `compaction`."""
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
         if not _IDENTIFIER.match(value):
             raise ValueError(f"{value!r} is not a valid table name (letters, digits, _)")
+        return value
+
+    @field_validator("hoodie_options")
+    @classmethod
+    def _hoodie_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # imported here: hudi.options builds write options from this module's models
+        from hudi_cdc.hudi.options import OWNED
+
+        foreign = sorted(k for k in value if not k.startswith("hoodie."))
+        if foreign:
+            raise ValueError(f"{foreign} are not Hudi options (keys start with `hoodie.`)")
+        owned = sorted(k for k in value if k in OWNED)
+        if owned:
+            raise ValueError(f"{owned} are set by hudi_cdc for correctness and cannot be overridden")
         return value
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
 MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
 MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
 ASYNC_COMPACTION = "hoodie.datasource.compaction.async.enable"
+COMPACTION_KEYS = (INLINE, SCHEDULE_INLINE, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, ASYNC_COMPACTION)
 
 
 def compaction_options(policy: Compaction) -> dict[str, str]:

@@ -8,7 +8,7 @@ needs no pre-combining. Readers that merge log files themselves (Trino, hudi-rs)
 from __future__ import annotations
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.hudi.compaction import compaction_options
+from hudi_cdc.hudi.compaction import COMPACTION_KEYS, compaction_options
 
 TABLE_NAME = "hoodie.table.name"
 TABLE_TYPE = "hoodie.datasource.write.table.type"
@@ -34,6 +34,9 @@ KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
 KEEP_MAX_COMMITS_DEFAULT = "50"
 COMMIT_METADATA_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
 COMMIT_METADATA_PREFIX_DEFAULT = "_cdc_"
+PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
+ORDERING_FIELDS = "hoodie.datasource.write.precombine.field"
+MERGE_STRATEGY = "hoodie.write.record.merge.strategy.id"
 PARALLELISM_KEYS = (
     "hoodie.upsert.shuffle.parallelism",
     "hoodie.insert.shuffle.parallelism",
@@ -42,6 +45,16 @@ PARALLELISM_KEYS = (
 )
 
 _KEYGEN = "org.apache.hudi.keygen."
+
+OWNED = frozenset(
+    {
+        TABLE_NAME, TABLE_TYPE, OPERATION, RECORD_KEY, PARTITION_PATH, KEY_GENERATOR,
+        HIVE_STYLE_PARTITIONING, MERGE_MODE, COMBINE_BEFORE_UPSERT, INDEX_TYPE,
+        SIMPLE_INDEX_UPDATE_PARTITION_PATH, NULL_FOR_MISSING_COLUMNS, KEEP_MIN_COMMITS, KEEP_MAX_COMMITS,
+        COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, *COMPACTION_KEYS,
+    }
+)  # fmt: skip
+"""Keys a table's `hoodie_options` may not set: the fold's semantics, retention and compaction depend on them."""
 
 
 def key_generator(table: TableConfig) -> str:
@@ -80,4 +93,10 @@ def write_options(table: TableConfig, *, parallelism: int = 2) -> dict[str, str]
     options.update({key: str(parallelism) for key in PARALLELISM_KEYS})
     if table.type == "MERGE_ON_READ":
         options.update(compaction_options(table.compaction))
+    options.update({key: _option_value(value) for key, value in table.hoodie_options.items()})
     return options
+
+
+def _option_value(value: str | int | float | bool) -> str:
+    """A YAML scalar as Hudi reads it (`true`, not Python's `True`)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -82,9 +82,11 @@ class Job:
             self.created.add(topic)
         self.kafka.produce(topic, records)
 
-    def run(self) -> list[BatchMetrics]:
+    def run(self, *, kafka: dict[str, Any] | None = None) -> list[BatchMetrics]:
+        """One scheduled run to the end of the topics (`kafka`: settings such as `max_offsets_per_trigger`)."""
         before = len(self.batches)
-        stream.run(self.spark, self.config, once=True, on_batch=self.batches.append)
+        config = parse_config(self.config_dict(kafka=kafka))
+        stream.run(self.spark, config, once=True, on_batch=self.batches.append)
         new = self.batches[before:]
         for batch in new:
             for t in batch.tables:

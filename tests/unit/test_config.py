@@ -10,6 +10,7 @@ import pytest
 
 from hudi_cdc.config import load_config, parse_config
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.hudi.options import write_options
 
 
 def _valid() -> dict[str, Any]:
@@ -53,6 +54,8 @@ def test_secrets_are_redacted_and_not_in_repr() -> None:
         pytest.param(lambda c: c["job"].update(trigger_interval=30), "job.trigger_interval", "not a duration", id="interval-without-unit"),
         pytest.param(lambda c: c["kafka"].update(connect_timeout="5"), "kafka.connect_timeout", "not a duration", id="bad-timeout"),
         pytest.param(lambda c: c["job"].update(dead_letter_retention="a month"), "job.dead_letter_retention", "not a duration", id="bad-retention"),
+        pytest.param(lambda c: c["tables"][0].update(hoodie_options={"hoodie.index.type": "BLOOM"}), "tables.0.hoodie_options", "set by hudi_cdc for correctness", id="owned-hoodie-option"),
+        pytest.param(lambda c: c["tables"][0].update(hoodie_options={"parquet.block.size": 1}), "tables.0.hoodie_options", "not Hudi options", id="foreign-hoodie-option"),
         pytest.param(lambda c: c["tables"][1].update(base_path="/tmp/c/"), "tables.1.base_path", "same base_path as table customers", id="duplicate-base-path"),
         pytest.param(lambda c: c["tables"][1].update(base_path="file:///tmp/c"), "tables.1.base_path", "same base_path", id="duplicate-as-uri"),
         pytest.param(lambda c: c["tables"][1].update(base_path="/tmp/c/o"), "tables.1.base_path", "orders lies inside table customers", id="nested-base-path"),
@@ -182,3 +185,12 @@ def test_existing_folder_that_is_not_a_hudi_table_is_refused(tmp_path: Path) -> 
         load_config(_job_file(tmp_path, base=str(tmp_path / "file")), environ={})
     # remote schemes are checked at run start, through Hadoop's FileSystem
     load_config(_job_file(tmp_path, base="s3a://bucket/lake/a"), environ={})
+
+
+def test_hoodie_options_reach_the_write_options_as_hudi_reads_them() -> None:
+    data = _valid()
+    data["tables"][1]["hoodie_options"] = {"hoodie.parquet.small.file.limit": 0, "hoodie.metadata.enable": False}
+    options = write_options(parse_config(data).table("orders"))
+    assert options["hoodie.parquet.small.file.limit"] == "0"
+    assert options["hoodie.metadata.enable"] == "false"
+    assert options["hoodie.write.record.merge.mode"] == "COMMIT_TIME_ORDERING"  # owned keys stay hudi_cdc's
