@@ -100,7 +100,7 @@ lint: $(VENV)/.installed  ## ruff + mypy strict
 	$(VENV)/bin/mypy
 
 test-deep: install  ## long runs: property, corpus and kill -9 tests with HYPOTHESIS_PROFILE=deep, and tests marked `deep`
-	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q tests/unit/test_collapse.py tests/integration/test_semantics_property.py \
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -m "not deep" tests/unit/test_collapse.py tests/integration/test_semantics_property.py \
 	    tests/integration/test_debezium_corpus.py tests/integration/test_kill9.py
 	$(PY) -m pytest -q -m deep tests
 
