@@ -148,9 +148,11 @@ class TableConfig(_Frozen):
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
     hudi-rs and Trino 476, whose `_rt` is not a snapshot). 6: the format Hudi 0.14/0.15 readers
     understand, so PrestoDB 0.287 answers `_rt` with the merged snapshot; gives up what Hudi 1.x
-    adds (LSM archived timeline, completion-time file slicing, merge modes stored in the table,
-    secondary/expression indexes, partial-update log blocks). A merge-on-read table at 6 writes
-    its partition columns last in the data files (see `hudi.options.trailing_columns`)."""
+    adds (LSM timeline, secondary and expression indexes, partial updates, non-blocking
+    concurrency control). A merge-on-read table at 6 writes its partition columns last in the
+    data files (see `hudi.options.trailing_columns`), and a new source column stops it
+    (SchemaChangeError) unless `schema_policy: allow_incompatible`: Presto cannot read `_rt`
+    after a column is added (see `schema_check.diff`)."""
 
     @field_validator("name")
     @classmethod
