@@ -22,8 +22,12 @@ from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
+from hudi_cdc.config import parse_config
+from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.compactor import run_compaction
+from hudi_cdc.hudi.options import write_options
 from hudi_cdc.hudi.status import table_status
+from hudi_cdc.stream import version_problems
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -157,3 +161,20 @@ def test_presto_reads_version_6_cow_and_mor_snapshots_like_spark(
     for catalog in CATALOGS:
         assert _presto_rows(presto, catalog, f"{db}.orders_ro", mor_columns) == spark_mor, catalog
         assert _presto_rows(presto, catalog, f"{db}.orders_rt", mor_columns) == spark_mor, catalog
+
+
+def test_table_version_6_on_an_existing_version_9_table_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """Hudi never downgrades: with `table_version: 6` it keeps writing a version-9 table at 9."""
+    config = parse_config({
+        "kafka": {"bootstrap_servers": "127.0.0.1:1"},
+        "job": {"checkpoint_dir": str(tmp_path / "cp"), "dead_letter_path": str(tmp_path / "dl")},
+        "tables": [{"name": "t", "key": ["id"], "base_path": str(tmp_path / "t")}],
+        "routes": [{"topic": "t", "table": "t"}],
+    })  # fmt: skip
+    table = config.table("t")
+    rows = spark.createDataFrame([(1, "a")], "id long, name string")
+    writer.write(rows, table="t", base_path=table.base_path, options=write_options(table), commit_metadata={})
+    assert _table_version(table.base_path) == "9" and version_problems(spark, config) == []
+    as_6 = config.model_copy(update={"tables": [table.model_copy(update={"table_version": 6})]})
+    (problem,) = version_problems(spark, as_6)
+    assert "table_version: 6" in problem and "Hudi table version 9" in problem and "does not downgrade" in problem
