@@ -170,7 +170,7 @@ class LocalPresto(LocalService):
         while True:
             if "error" in page:
                 error = page["error"]
-                raise PrestoQueryError(str(error.get("message")), str(error.get("errorName", "")))
+                raise PrestoQueryError(_with_cause(error), str(error.get("errorName", "")))
             types = types or [c["type"] for c in page.get("columns") or []]
             rows.extend(page.get("data") or [])
             next_uri = page.get("nextUri")
@@ -178,6 +178,18 @@ class LocalPresto(LocalService):
                 return [tuple(_value(v, t) for v, t in zip(row, types, strict=True)) for row in rows]
             with urllib.request.urlopen(next_uri, timeout=60) as response:
                 page = json.load(response)
+
+
+def _with_cause(error: dict[str, Any]) -> str:
+    """The error's message and, when it is only "Internal error", the innermost Java cause."""
+    message = str(error.get("message"))
+    failure = error.get("failureInfo") or {}
+    while failure.get("cause"):
+        failure = failure["cause"]
+    if failure and failure.get("message") != message:
+        where = " <- ".join((failure.get("stack") or ["?"])[:2])
+        message += f" (caused by {failure.get('type')}: {failure.get('message')} at {where})"
+    return message
 
 
 def _value(value: Any, presto_type: str) -> Any:
