@@ -25,7 +25,7 @@ from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
-from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
@@ -235,6 +235,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
             table=table.name,
             base_path=table.base_path,
             options=write_options(table),
+            trailing_columns=trailing_columns(table),
             commit_metadata=commit_metadata(
                 job=ctx.config.job.name,
                 batch_id=ctx.batch_id,
