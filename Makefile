@@ -96,8 +96,9 @@ $(BUILD)/presto/.fetched: infra/presto/VERSION $(wildcard infra/presto/hudi-hive
 	$(PY) -m pip install -q --target $(BUILD)/presto/java11 $(PRESTO_JAVA)
 	touch $@
 
-sql: install  ## query the demo's tables with Trino: make sql Q="select * from shop.customers"
-	$(PY) -m devkit.sql "$(Q)"
+ENGINE ?= presto
+sql: install  ## query the demo's tables: make sql Q="select * from shop.orders_rt" [ENGINE=trino]
+	$(PY) -m devkit.sql --engine $(ENGINE) "$(Q)"
 
 metrics-png: install  ## run the job continuously on local Kafka, scrape its metrics, plot docs/metrics.png
 	$(PY) -m devkit.metrics_plot

@@ -5,7 +5,9 @@ Two tables from a MySQL-style server `shop`:
 - orders: no envelope (declared columns), merge-on-read, soft deletes, partitioned by status,
   produced on a sharded topic matched by a route pattern.
 The stream holds a snapshot, inserts, three updates of one row in one batch, a delete followed
-by its tombstone, and one malformed record; a second round brings a late event.
+by its tombstone, and one malformed record; a second round brings a late event and updates
+that land in merge-on-read log files. PrestoDB then answers `orders_rt` (the snapshot, checked
+against Spark's read) before compaction, and `orders_ro` before and after it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from devkit import CHECKOUT, build_dir
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
-from devkit.services.trino import LocalTrino
+from devkit.services.presto import LocalPresto
 from hudi_cdc import stream
 from hudi_cdc.config import Config, load_config
 from hudi_cdc.hudi.compactor import run_compaction
@@ -89,14 +91,23 @@ def first_round() -> tuple[list[KafkaRecord], list[KafkaRecord]]:
         CUSTOMERS.change("c", after=_customer(1004, "Anne", "42.00", t0), pos=400),
         CUSTOMERS.change("u", before=george, after={**george, "balance": Decimal("10.00")}, pos=700),
         CUSTOMERS.change("u", before=george, after={**george, "balance": Decimal("25.00")}, pos=800),
-        CUSTOMERS.change("u", before=george, after={**george, "balance": Decimal("99.99"), "email": "g@shop.example"}, pos=900),
+        CUSTOMERS.change(
+            "u",
+            before=george,
+            after={**george, "balance": Decimal("99.99"), "email": "g@shop.example"},
+            pos=900,
+        ),
         CUSTOMERS.change("d", before=edward, pos=1000),
         CUSTOMERS.tombstone(edward),
-        (None, b'{"schema": {"type": "struct"}, "payload": {"op": "c", "after": '),  # truncated by a broken producer
+        (
+            None,
+            b'{"schema": {"type": "struct"}, "payload": {"op": "c", "after": ',
+        ),  # truncated by a broken producer
     ]
     orders = [
         ORDERS.change("c", after=_order(1, 1001, "NEW", "19.99"), pos=500),
         ORDERS.change("c", after=_order(2, 1002, "NEW", "5.00"), pos=510),
+        ORDERS.change("c", after=_order(3, 1004, "NEW", "7.50"), pos=520),
         ORDERS.change("u", after=_order(1, 1001, "SHIPPED", "19.99"), pos=600),
         ORDERS.change("d", before=_order(2, 1002, "NEW", "5.00"), pos=610),
     ]
@@ -104,7 +115,8 @@ def first_round() -> tuple[list[KafkaRecord], list[KafkaRecord]]:
 
 
 def second_round() -> tuple[list[KafkaRecord], list[KafkaRecord]]:
-    """A newer update of 1001, and a late update of 1002 older than what the table holds."""
+    """A newer update of 1001, a late update of 1002 older than what the table holds; order 1
+    moves to another partition (status), order 3 changes in place (a log file until compaction)."""
     t1 = dt.datetime(2026, 11, 1, 10, 0, 0)
     sally = _customer(1001, "Sally", "300.00", t1)
     stale_george = _customer(1002, "George", "-1.00", t1)
@@ -112,7 +124,10 @@ def second_round() -> tuple[list[KafkaRecord], list[KafkaRecord]]:
         CUSTOMERS.change("u", after=sally, file="mysql-bin.000004", pos=120),
         CUSTOMERS.change("u", after=stale_george, pos=750),  # binlog position before the stored 900
     ]
-    orders = [ORDERS.change("u", after=_order(1, 1001, "DELIVERED", "19.99"), file="mysql-bin.000004", pos=130)]
+    orders = [
+        ORDERS.change("u", after=_order(1, 1001, "DELIVERED", "19.99"), file="mysql-bin.000004", pos=130),
+        ORDERS.change("u", after=_order(3, 1004, "NEW", "8.25"), file="mysql-bin.000004", pos=140),
+    ]
     return customers, orders
 
 
@@ -141,7 +156,11 @@ def _print_tables(spark: SparkSession, config: Config) -> None:
     for table in config.tables:
         print(f"\nTable {table.name} ({table.type}, {table.deletes} deletes) at {table.base_path}")
         df = spark.read.format("hudi").load(table.base_path)
-        data = [c for c in df.columns if not c.startswith("_hoodie") and c not in {"_cdc_ingested_at", "_cdc_column_orders"}]
+        data = [
+            c
+            for c in df.columns
+            if not c.startswith("_hoodie") and c not in {"_cdc_ingested_at", "_cdc_column_orders"}
+        ]
         df.select(*data).orderBy(*table.key).show(truncate=False)
 
 
@@ -169,29 +188,57 @@ def main() -> None:
         _print_batches(batches)
         letters = spark.read.parquet(config.job.dead_letter_path)
         print(f"\nDead-letter store {config.job.dead_letter_path}:")
-        letters.select("table", "topic", "partition", "offset", "error_class", "error_message").show(truncate=90)
-        # what `hudi-cdc compact` does: the read-optimized view catches up with the log files
-        for table in config.tables:
-            if table.type == "MERGE_ON_READ":
-                print("\ncompaction:", run_compaction(spark, table, force=True))
+        letters.select("table", "topic", "partition", "offset", "error_class", "error_message").show(
+            truncate=90
+        )
+        with LocalPresto(hms.uri, directory=run_dir / "presto") as presto:
+            _query_with_presto(spark, presto, config)
         spark.stop()
-        _query_with_trino(hms.uri)
 
 
-def _query_with_trino(metastore_uri: str) -> None:
-    """The synced tables, queried the way users will: Trino through the metastore."""
-    with LocalTrino(metastore_uri) as trino:
-        print(f"\nTrino {trino.url}, catalog hudi:")
-        # Trino's Hudi connector reads merge-on-read tables through the read-optimized view
-        for sql in (
-            "show tables from shop",
-            "select id, first_name, balance, _cdc_op from shop.customers order by id",
-            "select order_id, status, amount, _cdc_deleted from shop.orders_ro order by order_id",
-        ):
-            print(f"trino> {sql}")
-            for row in trino.query(sql):
-                print("   ", row)
-    print("\nQuery them again any time: make sql Q=\"select * from shop.customers\"")
+ORDER_COLUMNS = ("order_id", "status", "amount", "_cdc_deleted")
+
+
+def _show(presto: LocalPresto, sql: str) -> list[tuple[object, ...]]:
+    print(f"presto> {sql}")
+    rows = presto.query(sql, catalog="hive")
+    for row in rows:
+        print("   ", row)
+    return rows
+
+
+def _query_with_presto(spark: SparkSession, presto: LocalPresto, config: Config) -> None:
+    """The synced tables, queried the way users will: PrestoDB through the metastore.
+
+    `orders_rt` is the merge-on-read snapshot (base files merged with the log files the second
+    run wrote), checked against Spark's snapshot read; `orders_ro` shows only what compaction
+    has merged so far, until `hudi-cdc compact` (here: run_compaction) catches it up.
+    """
+    print(f"\nPrestoDB {presto.url}, catalog hive:")
+    _show(presto, "show tables from shop")
+    _show(presto, "select id, first_name, balance, _cdc_op from shop.customers order by id")
+    columns = ", ".join(ORDER_COLUMNS)
+    print(
+        "\nBefore compaction: the snapshot (_rt) has the second run's updates, the read-optimized view (_ro) not yet"
+    )
+    snapshot = _show(presto, f"select {columns} from shop.orders_rt order by order_id")
+    _show(presto, f"select {columns} from shop.orders_ro order by order_id")
+    orders = next(t for t in config.tables if t.name == "orders")
+    expected = [
+        tuple(r)
+        for r in spark.read.format("hudi")
+        .load(orders.base_path)
+        .select(*ORDER_COLUMNS)
+        .orderBy("order_id")
+        .collect()
+    ]
+    if snapshot != expected:
+        raise SystemExit(f"PrestoDB's orders_rt differs from Spark's snapshot read: {snapshot} != {expected}")
+    print("    orders_rt equals Spark's snapshot read, row for row")
+    # what `hudi-cdc compact` does: the read-optimized view catches up with the log files
+    print("\ncompaction:", run_compaction(spark, orders, force=True))
+    _show(presto, f"select {columns} from shop.orders_ro order by order_id")
+    print('\nQuery them again any time: make sql Q="select * from shop.orders_rt"  (ENGINE=trino for Trino)')
 
 
 if __name__ == "__main__":
