@@ -11,6 +11,8 @@ PrestoDB 0.287 (Hudi 0.14 inside) reads them through both its connectors:
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import uuid
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,10 +24,12 @@ from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
-from hudi_cdc.config import parse_config
+from hudi_cdc.config import TableConfig, parse_config
 from hudi_cdc.hudi import writer
+from hudi_cdc.hudi.compaction import INLINE
 from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.hive_sync import HiveSyncOptions
+from hudi_cdc.hudi.options import CLEANER_COMMITS_RETAINED, KEEP_MAX_COMMITS, KEEP_MIN_COMMITS, write_options
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.stream import version_problems
 from tests.integration.harness import Job
@@ -51,7 +55,7 @@ CATALOGS = ("hive", "hudi")
 METADATA_LISTING = {"hive": {"hive.hudi_metadata_enabled": "true"}, "hudi": {"hudi.hudi_metadata_table_enabled": "true"}}
 
 
-def _account(i: int, owner: str, region: str, balance: str) -> dict[str, object]:
+def _account(i: int, owner: str, region: str | None, balance: str) -> dict[str, object]:
     return {"id": i, "owner": owner, "region": region, "balance": Decimal(balance), "opened": dt.date(2020, 1, i)}
 
 
@@ -113,7 +117,8 @@ def test_presto_reads_version_6_cow_and_mor_snapshots_like_spark(
     )
     accounts = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=ACCOUNTS, key=["id"])
     orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=ORDERS, key=["order_id"])
-    job.produce("accounts", [accounts.change("c", after=_account(i, f"o{i}", "eu" if i % 2 else "us", f"{i}.50"), pos=100 + i) for i in range(1, 7)])
+    regions = {i: "eu" if i % 2 else "us" for i in range(1, 7)} | {7: None}  # NULL: Hive's default partition
+    job.produce("accounts", [accounts.change("c", after=_account(i, f"o{i}", region, f"{i}.50"), pos=100 + i) for i, region in regions.items()])
     job.produce("orders", [orders.change("c", after=_order(i, "open", f"{i}0.00"), pos=200 + i) for i in range(1, 10)])
     job.run()
     # updates (one moves a row to another partition) and deletes: on merge-on-read, log files
@@ -141,7 +146,8 @@ def test_presto_reads_version_6_cow_and_mor_snapshots_like_spark(
     cow_columns, mor_columns = _columns(spark, cow), _columns(spark, mor)
     assert {"opened", "placed_at", "_cdc_ingested_at", "_cdc_column_orders"} <= {*cow_columns, *mor_columns}
     spark_cow, spark_mor = _spark_rows(spark, cow, cow_columns), _spark_rows(spark, mor, mor_columns)
-    assert len(spark_cow) == 5 and len(spark_mor) == 7
+    assert len(spark_cow) == 6 and len(spark_mor) == 7
+    assert (7, None) in {(row[cow_columns.index("id")], row[cow_columns.index("region")]) for row in spark_cow}
     for catalog in CATALOGS:
         assert _presto_rows(presto, catalog, f"{db}.accounts", cow_columns) == spark_cow, catalog
         # the snapshot before any compaction: updates and deletes in log files are visible
@@ -179,3 +185,101 @@ def test_table_version_6_on_an_existing_version_9_table_is_refused(spark: SparkS
     as_6 = config.model_copy(update={"tables": [table.model_copy(update={"table_version": 6})]})
     (problem,) = version_problems(spark, as_6)
     assert "table_version: 6" in problem and "Hudi table version 9" in problem and "does not downgrade" in problem
+
+
+# --- archival: PrestoDB keeps reading version-6 tables whose timeline is archived ----------------
+
+ARCHIVE_EARLY = {
+    CLEANER_COMMITS_RETAINED: "1", KEEP_MIN_COMMITS: "2", KEEP_MAX_COMMITS: "3",
+    # the archiver keeps what the metadata table has not compacted yet (every 10 commits by default)
+    "hoodie.metadata.compact.max.delta.commits": "3",
+}  # fmt: skip
+"""Archive as soon as Hudi allows (bypassing hudi_cdc's 100-hour bound, which no test can outlive)."""
+LAST_WRITE = {INLINE: "false"}
+"""The last write leaves its log files uncompacted, so `_rt` must merge them."""
+
+
+def _row_table(tmp_path: Path, db: str, name: str, table_type: str) -> TableConfig:
+    return TableConfig.model_validate({
+        "name": name, "key": ["id"], "base_path": str(tmp_path / name), "type": table_type,
+        "partition_by": ["region"], "table_version": 6, "hive": {"database": db},
+        "compaction": {"mode": "inline", "strategy": "NUM_COMMITS", "max_delta_commits": 3},
+    })  # fmt: skip
+
+
+def _active_commits(table: TableConfig) -> list[str]:
+    """Completed commits of a version-6 active timeline (`.hoodie/<instant>.<action>`)."""
+    actions = (".commit", ".deltacommit")
+    return sorted(p.name for p in (Path(table.base_path) / ".hoodie").iterdir() if p.suffix in actions)
+
+
+def _write(spark: SparkSession, table: TableConfig, changes: range, extra: dict[str, str]) -> None:
+    """Change i sets key 1 + i % 6 (keys stay in their partition)."""
+    rows = spark.createDataFrame(
+        [(1 + i % 6, f"v{i}", Decimal(i), T0 + dt.timedelta(seconds=i), "eu" if i % 2 == 0 else "us") for i in changes],
+        "id long, owner string, balance decimal(10,2), changed_at timestamp, region string",  # partition column last
+    )
+    rows.write.format("hudi").options(**(write_options(table) | ARCHIVE_EARLY | extra)).mode("append").save(table.base_path)
+
+
+def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
+    spark: SparkSession, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
+) -> None:
+    """Commit on COW and MOR until Hudi has archived twice (cleaning one commit, compacting every
+    3 delta commits) while a query loop reads every view through PrestoDB: no query may fail, and
+    at the end COW, `_rt` before compaction and `_ro` after it equal Spark's reads.
+    """
+    db = f"arch_{uuid.uuid4().hex[:8]}"
+    cow, mor = _row_table(tmp_path, db, "arch_cow", "COPY_ON_WRITE"), _row_table(tmp_path, db, "arch_mor", "MERGE_ON_READ")
+    sync = {t.name: HiveSyncOptions.for_table(t, metastore.uri).as_hoodie_options() for t in (cow, mor)}
+    for table in (cow, mor):
+        _write(spark, table, range(6), sync[table.name])  # keys 1..6 in both partitions, registered
+
+    failures: list[str] = []
+    answered = 0
+    stop = threading.Event()
+
+    def query_loop() -> None:
+        nonlocal answered
+        views = (f"{db}.arch_cow", f"{db}.arch_mor_rt", f"{db}.arch_mor_ro")
+        while not stop.is_set():
+            for view in views:
+                try:
+                    rows = presto.query(f"select count(distinct id), max(balance) from {view}", catalog="hive")
+                    assert rows[0][0] == 6, rows
+                    answered += 1
+                except Exception as exc:
+                    failures.append(f"{view}: {exc!r}"[:400])
+            stop.wait(0.5)
+
+    archivals = {cow.name: 0, mor.name: 0}
+    oldest = {t.name: _active_commits(t)[0] for t in (cow, mor)}
+    reader = threading.Thread(target=query_loop)
+    reader.start()
+    try:
+        for i in range(6, 60):
+            for table in (cow, mor):
+                _write(spark, table, range(i, i + 1), {})
+                first = _active_commits(table)[0]
+                archivals[table.name] += first != oldest[table.name]
+                oldest[table.name] = first
+            if min(archivals.values()) >= 2:
+                break
+        for table in (cow, mor):
+            _write(spark, table, range(i + 1, i + 2), LAST_WRITE | sync[table.name])
+    finally:
+        stop.set()
+        reader.join()
+
+    assert min(archivals.values()) >= 2, f"Hudi archived too rarely in {i - 5} commits: {archivals}"
+    for table in (cow, mor):  # a version-6 archive: `.commits_.archive.<n>` files in `hoodie.archivelog.folder`
+        props = dict(line.split("=", 1) for line in (Path(table.base_path) / ".hoodie" / "hoodie.properties").read_text().splitlines() if "=" in line)
+        archive = Path(table.base_path) / ".hoodie" / props.get("hoodie.archivelog.folder", "archived")
+        assert [p for p in archive.iterdir() if p.name.startswith(".commits_.archive.")], table.name
+    assert answered > 0 and failures == [], failures[:3]
+    assert any(".log." in p.name for p in Path(mor.base_path).rglob("*")), "the last write left log files"
+    columns = ["id", "owner", "balance", "changed_at", "region"]
+    assert _presto_rows(presto, "hive", f"{db}.arch_cow", columns) == _spark_rows(spark, cow.base_path, columns)
+    assert _presto_rows(presto, "hive", f"{db}.arch_mor_rt", columns) == _spark_rows(spark, mor.base_path, columns)
+    assert run_compaction(spark, mor, force=True)["compacted"] != "-"
+    assert _presto_rows(presto, "hive", f"{db}.arch_mor_ro", columns) == _spark_rows(spark, mor.base_path, columns)
