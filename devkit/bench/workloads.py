@@ -1,0 +1,241 @@
+"""The benchmark's source table, its Debezium records and the workloads (cases) built from them.
+
+Every record is a MySQL-style Debezium JSON change with the schema envelope (what the
+JsonConverter writes by default). Positions only grow: the snapshot reads of a table's load
+come first (file 000001, pos 1..N), its changes after (file 000002, pos above any load), so
+ordering by `source.pos` alone (the plain job) and by hudi_cdc's (file, pos, row) agree.
+Balances are never negative, so a plain job can decode Debezium's base64 decimal with `conv`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
+
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
+
+TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
+
+KEY = "id"
+PARTITION_COLUMN = "region"
+REGIONS = tuple(f"r{i}" for i in range(8))
+DATA_COLUMNS = ("id", "owner", "email", "balance", "updated_at", PARTITION_COLUMN)
+"""The source columns: what the honesty check compares (hudi_cdc adds `_cdc_*`, the plain job `_pos`)."""
+
+COLUMNS = [
+    Column("id", "int64", optional=False),
+    Column("owner", "string"),
+    Column("email", "string"),
+    Column("balance", "decimal", scale=2, precision=12),
+    Column("updated_at", "micro_timestamp"),
+    Column(PARTITION_COLUMN, "string"),
+]
+SOURCE = DebeziumTable(server="bench", database="shop", table="accounts", key=[KEY], columns=COLUMNS)
+"""The table of `events()` (the decode benchmark `make bench-avro` uses it)."""
+
+_T0 = dt.datetime(2026, 11, 1)
+_T0_MS = 1_790_000_000_000
+_CHANGE_POS = 100_000_000
+"""First binlog position of changes: above every load position (loads are at most 10M rows)."""
+_SEED = 20261124
+
+
+def source(topic_part: str) -> DebeziumTable:
+    """The bench table as captured into the topic `bench.<topic_part>.accounts`."""
+    return DebeziumTable(server="bench", database=topic_part, table="accounts", key=[KEY], columns=COLUMNS)
+
+
+def row(key: int, version: int) -> dict[str, object]:
+    """The source row of `key` after its `version`-th change (0: as loaded)."""
+    return {
+        "id": key,
+        "owner": f"owner-{key}",
+        "email": f"user{key}.v{version}@example.com",
+        "balance": Decimal((key * 7919 + version * 31) % 10_000_000) / 100,
+        "updated_at": _T0 + dt.timedelta(seconds=key + version),
+        PARTITION_COLUMN: REGIONS[key % len(REGIONS)],  # never changes: a key stays in its partition
+    }
+
+
+def snapshot_records(table: DebeziumTable, rows: int) -> Iterator[KafkaRecord]:
+    """`rows` snapshot reads (op r), keys 0..rows-1."""
+    for key in range(rows):
+        yield table.change("r", after=row(key, 0), file="mysql-bin.000001", pos=1 + key, ts_ms=_T0_MS + key)
+
+
+def _change(table: DebeziumTable, op: str, key: int, i: int) -> KafkaRecord:
+    image = row(key, i + 1)
+    pos, ts_ms = _CHANGE_POS + i, _T0_MS + 10**9 + i
+    if op == "d":
+        return table.change("d", before=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
+    return table.change(op, after=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
+
+
+def update_records(table: DebeziumTable, changes: int, keys: int) -> Iterator[KafkaRecord]:
+    """`changes` updates (op u), each of a key drawn uniformly from 0..keys-1."""
+    rng = random.Random(_SEED)
+    for i in range(changes):
+        yield _change(table, "u", rng.randrange(keys), i)
+
+
+def delete_keys(changes: int, rows: int) -> list[int]:
+    """The keys `mixed_records` deletes: every tenth change, distinct keys."""
+    return random.Random(_SEED + 1).sample(range(rows), min(rows, changes // 10))
+
+
+def mixed_records(table: DebeziumTable, changes: int, rows: int) -> Iterator[KafkaRecord]:
+    """`changes` changes over 0..rows-1: every tenth a delete (then its tombstone), the rest
+    updates of keys that are never deleted (Debezium sends no update of a deleted row)."""
+    rng = random.Random(_SEED)
+    doomed = delete_keys(changes, rows)
+    gone = set(doomed)
+    for i in range(changes):
+        if i % 10 == 9 and i // 10 < len(doomed):
+            key = doomed[i // 10]
+            yield _change(table, "d", key, i)
+            yield table.tombstone({KEY: key})
+            continue
+        key = rng.randrange(rows)
+        while key in gone:
+            key = rng.randrange(rows)
+        yield _change(table, "u", key, i)
+
+
+@dataclass(frozen=True)
+class Load:
+    """The table a case starts from: `rows` snapshot reads, written by each job before the timed run."""
+
+    rows: int
+    type: TableType
+    partitioned: bool
+
+    @property
+    def name(self) -> str:
+        layout = "by-region" if self.partitioned else "flat"
+        return f"{self.rows}-{'cow' if self.type == 'COPY_ON_WRITE' else 'mor'}-{layout}"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparison: a topic, a table layout, and the table it starts from (None: empty)."""
+
+    name: str
+    workload: str
+    title: str
+    """What a reader of the result table sees, e.g. `20k updates over 100k rows, COW`."""
+    type: TableType
+    partitioned: bool
+    records: Callable[[], Iterator[KafkaRecord]]
+    """The records of the timed run (a fresh iterator on each call)."""
+    events: int
+    """How many Kafka records `records` yields (tombstones included)."""
+    expected_rows: int
+    """Rows the table holds after the timed run."""
+    start: Load | None
+    table_rows: int
+    """Rows in the table before the run (0 for a snapshot)."""
+
+    @property
+    def topic_part(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def topic(self) -> str:
+        return source(self.topic_part).topic
+
+
+def human(n: int) -> str:
+    """20000 -> 20k, 1000000 -> 1M."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size and n % (size // 10) == 0:
+            text = f"{n / size:.1f}".removesuffix(".0")
+            return f"{text}{unit}"
+    return str(n)
+
+
+WORKLOADS = ("snapshot", "uniform", "hot", "small", "deletes", "partitioned", "scale")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes a run uses (flags of `python -m devkit.bench`)."""
+
+    rows: int
+    changes: int
+    small_changes: int
+    hot_keys: int
+    scale_rows: tuple[int, ...]
+
+
+def cases(selection: list[str], sizes: Sizes) -> list[Case]:
+    """The cases of the selected workloads (`uniform`) or single cases (`uniform-cow`), in run order."""
+    every = [case for workload in WORKLOADS for case in _cases_of(workload, sizes, sizes.rows, sizes.changes)]
+    known = set(WORKLOADS) | {case.name for case in every}
+    unknown = sorted(set(selection) - known)
+    if unknown:
+        names = ", ".join(case.name for case in every)
+        raise ValueError(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}, or a case: {names}")
+    return [case for case in every if case.workload in selection or case.name in selection]
+
+
+def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
+    cow: TableType = "COPY_ON_WRITE"
+    mor: TableType = "MERGE_ON_READ"
+
+    def case(name: str, title: str, type_: TableType, records: Callable[[DebeziumTable], Iterator[KafkaRecord]],
+             events: int, *, rows: int = n, expected: int | None = None, partitioned: bool = False,
+             loaded: bool = True) -> Case:  # fmt: skip
+        table = source(name.replace("-", "_"))
+        return Case(
+            name=name, workload=workload, title=title, type=type_, partitioned=partitioned,
+            records=lambda: records(table), events=events,
+            expected_rows=rows if expected is None else expected,
+            start=Load(rows, type_, partitioned) if loaded else None, table_rows=rows if loaded else 0,
+        )  # fmt: skip
+
+    if workload == "snapshot":
+        return [
+            case(f"snapshot-{kind}", f"{human(n)}-row snapshot, {kind.upper()}", type_,
+                 lambda t: snapshot_records(t, n), n, loaded=False)
+            for kind, type_ in (("cow", cow), ("mor", mor))
+        ]  # fmt: skip
+    if workload == "uniform":
+        return [
+            case(f"uniform-{kind}", f"{human(m)} updates over {human(n)} rows, {kind.upper()}", type_,
+                 lambda t: update_records(t, m, n), m)
+            for kind, type_ in (("cow", cow), ("mor", mor))
+        ]  # fmt: skip
+    if workload == "hot":
+        hot = min(sizes.hot_keys, n)
+        return [case("hot-cow", f"{human(m)} updates on {human(hot)} hot keys of {human(n)}, COW", cow,
+                     lambda t: update_records(t, m, hot), m)]  # fmt: skip
+    if workload == "small":
+        k = sizes.small_changes
+        return [case("small-cow", f"{human(k)} updates into {human(n)} rows, COW", cow,
+                     lambda t: update_records(t, k, n), k)]  # fmt: skip
+    if workload == "deletes":
+        deletes = len(delete_keys(m, n))
+        return [case("deletes-cow", f"{human(m)} changes, {human(deletes)} deletes + tombstones, {human(n)} rows, COW",
+                     cow, lambda t: mixed_records(t, m, n), m + deletes, expected=n - deletes)]  # fmt: skip
+    if workload == "partitioned":
+        return [case("partitioned-cow", f"{human(m)} updates over {human(n)} rows in {len(REGIONS)} partitions, COW",
+                     cow, lambda t: update_records(t, m, n), m, partitioned=True)]  # fmt: skip
+    # scale: the same number of uniform changes into ever larger tables
+    return [
+        case(f"scale-{human(rows).lower()}", f"{human(m)} updates into {human(rows)} rows, COW", cow,
+             lambda t, rows=rows: update_records(t, m, rows), m, rows=rows)  # type: ignore[misc]
+        for rows in sizes.scale_rows
+    ]
+
+
+def events(count: int, keys: int) -> list[KafkaRecord]:
+    """Creates of `keys` rows, then updates spread over them (the decode benchmark's stream)."""
+    records = []
+    for i in range(count):
+        key = i % keys
+        records.append(SOURCE.change("c" if i < keys else "u", after=row(key, i), pos=1000 + i))
+    return records
