@@ -30,6 +30,7 @@ SchemaPolicy = Literal["safe", "allow_incompatible"]
 TriggerStrategy = Literal["NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME"]
 CompactionMode = Literal["inline", "schedule_only", "off"]
 WireFormat = Literal["json", "avro", "auto"]
+TableVersion = Literal[6, 9]
 
 # Kafka client keys whose values are secrets: never logged, never shown in repr.
 _SECRET_KEY = re.compile(r"(password|secret|jaas|token|key\.pem|keystore\.key|credentials)", re.I)
@@ -147,6 +148,15 @@ class TableConfig(_Frozen):
     """Extra Hudi write options (file sizing, parallelism, metadata table, ...), applied after
     hudi_cdc's own. Keys hudi_cdc sets for correctness (record key, merge mode, index, retention,
     compaction: see `hudi.options.OWNED`) are refused; set compaction through `compaction`."""
+    table_version: TableVersion = 9
+    """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
+    hudi-rs and Trino 476, whose `_rt` is not a snapshot). 6: the format Hudi 0.14/0.15 readers
+    understand, so PrestoDB 0.287 answers `_rt` with the merged snapshot; gives up what Hudi 1.x
+    adds (LSM timeline, secondary and expression indexes, partial updates, non-blocking
+    concurrency control). A merge-on-read table at 6 writes its partition columns last in the
+    data files (see `hudi.options.trailing_columns`), and a new source column stops it
+    (SchemaChangeError) unless `schema_policy: allow_incompatible`: Presto cannot read `_rt`
+    after a column is added (see `schema_check.diff`)."""
 
     @field_validator("name")
     @classmethod

@@ -7,9 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from hudi_cdc.hudi.options import COMMIT_METADATA_PREFIX_DEFAULT
 from hudi_cdc.progress import Positions, Progress
 
@@ -35,17 +32,6 @@ class KafkaRange:
         first = json.loads(metadata.get(FIRST_OFFSETS_KEY) or "null")
         last = json.loads(metadata.get(OFFSETS_KEY) or "null")
         return bool(first == self.first and last == self.last)
-
-
-def batch_range(raw: DataFrame) -> KafkaRange:
-    """The Kafka range of `raw` (one small aggregation)."""
-    first: Positions = {}
-    last: Positions = {}
-    bounds = raw.groupBy("topic", "partition").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
-    for row in bounds.collect():
-        first.setdefault(row["topic"], {})[str(row["partition"])] = int(row["lo"])
-        last.setdefault(row["topic"], {})[str(row["partition"])] = int(row["hi"])
-    return KafkaRange(first=first, last=last)
 
 
 def commit_metadata(

@@ -23,18 +23,19 @@ from hudi_cdc.collapse import Truncation, fold
 from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError
-from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op, Outcome
+from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
-from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.merge import rows_to_write
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
-from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, batch_range, commit_metadata
+from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata
 from hudi_cdc.progress import Mark, Progress, counts_of
 from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
 from hudi_cdc.spark_session import error_summary
 from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
+from hudi_cdc.tally import DecodedTally, TableRecords, survey, survey_table, tally
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +57,9 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     metrics = BatchMetrics(batch_id=ctx.batch_id)
     routed = route(raw, ctx.config).persist()
     try:
-        counts = {
-            row[TABLE_COLUMN]: int(row["count"]) for row in routed.groupBy(TABLE_COLUMN).count().collect()
-        }
-        metrics.unrouted = counts.pop(None, 0)
+        received = survey(routed)
+        unrouted = received.pop(None, None)
+        metrics.unrouted = unrouted.read if unrouted else 0
         if metrics.unrouted:
             _dead_letter(
                 dead_letter.raw_as_rejects(
@@ -71,9 +71,9 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 ctx,
             )
         for table in ctx.config.tables:
-            if counts.get(table.name):
+            if table.name in received:
                 records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
-                metrics.tables.append(_run_table_isolating(records, counts[table.name], table, ctx))
+                metrics.tables.append(_run_table_isolating(records, received[table.name], table, ctx))
     finally:
         routed.unpersist()
     metrics.seconds = time.monotonic() - started
@@ -81,7 +81,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
 
 
 def _run_table_isolating(
-    records: DataFrame, read: int, table: TableConfig, ctx: BatchContext
+    records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext
 ) -> TableMetrics:
     """Apply one table's records; a failure tied to some records never stops the table.
 
@@ -93,7 +93,7 @@ def _run_table_isolating(
     alone: that is no longer a bad record but a broken job, and Kafka keeps the batch.
     """
     try:
-        return _run_table(records, read, table, ctx)
+        return _run_table(records, received, table, ctx)
     except CdcError:
         raise  # configuration or an unavailable service: not the fault of a record
     except Exception as first:
@@ -112,11 +112,12 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
     try:
         while pending:
             part = pending.pop()
-            n = part.count()
-            if n == 0:
+            if part.isEmpty():
                 continue
+            received = survey_table(part, table.name)
+            n = received.read
             try:
-                metrics.absorb(_run_table(part, n, table, ctx))
+                metrics.absorb(_run_table(part, received, table, ctx))
                 continue
             except CdcError:
                 raise
@@ -169,12 +170,12 @@ def _halves(part: DataFrame) -> list[DataFrame]:
     return [part.filter(F.col("offset") <= middle), part.filter(F.col("offset") > middle)]
 
 
-def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
     spark = records.sparkSession
     stored = read_table(spark, table.base_path)
     committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
-    kafka = batch_range(records)
+    read, kafka = received.read, received.kafka
     if _committed_already(committed, kafka, ctx):
         return _as_committed(table, committed, kafka, ctx)
     previous = Progress.from_metadata(committed)
@@ -184,7 +185,9 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
     decoded = decode(_as_json(records, table, ctx), table).cached()
     folded: DataFrame | None = None
     try:
-        _count_unapplied(decoded, metrics, ctx)
+        counted = tally(decoded, watermark=previous.watermark_ts_ms)
+        metrics.tombstone = received.tombstones
+        _count_unapplied(decoded, counted, metrics, ctx)
         if metrics.accounted() == read:
             return metrics  # tombstones, skipped or rejected records only: nothing to fold
         try:
@@ -205,7 +208,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
 
         events = decoded.events
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
-        changes, truncation, ignored = _split_truncates(events, table)
+        changes, truncation, ignored = _split_truncates(events, counted, table)
         metrics.truncate_ignored = ignored
         result = fold(
             events=conform_events(changes, schema),
@@ -222,9 +225,9 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
         for row in result.outcomes_for(folded).groupBy("outcome").count().collect():
             metrics.add(Outcome(row["outcome"]), int(row["count"]))
         if truncation is not None:
-            metrics.deleted += _count_applied_truncates(events, table)
+            metrics.deleted += counted.truncates
         newest_truncate = max((t for t in (truncation, remembered) if t), key=lambda t: t.order, default=None)
-        marks, metrics.behind_watermark = _batch_marks(events, kafka, previous.watermark_ts_ms)
+        marks, metrics.behind_watermark = _batch_marks(counted, kafka), counted.behind_watermark
         progress = previous.after(counts_of(metrics), marks)
         began = time.monotonic()
         written = writer.write(
@@ -232,6 +235,7 @@ def _run_table(records: DataFrame, read: int, table: TableConfig, ctx: BatchCont
             table=table.name,
             base_path=table.base_path,
             options=write_options(table),
+            trailing_columns=trailing_columns(table),
             commit_metadata=commit_metadata(
                 job=ctx.config.job.name,
                 batch_id=ctx.batch_id,
@@ -260,24 +264,20 @@ def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataF
     return avro_as_json(records, table, fetcher_for(registry))
 
 
-def _count_unapplied(decoded: DecodeResult, metrics: TableMetrics, ctx: BatchContext) -> None:
-    """Count tombstones and skipped records; dead-letter and count rejects."""
-    metrics.tombstone = decoded.tombstones.count()
-    metrics.skipped = decoded.skipped.count()
+def _count_unapplied(decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext) -> None:
+    """Count skipped records; dead-letter and count rejects."""
+    metrics.skipped = counted.skipped
     if metrics.skipped:
         log.info(
             "table %s: skipped %d record(s) without a row change (%s)",
             metrics.table,
             metrics.skipped,
-            ", ".join(r["reason"] for r in decoded.skipped.select("reason").distinct().collect()),
+            ", ".join(counted.skip_reasons),
         )
-    rejects = decoded.rejects
-    # one Spark job for the count and the classes
-    by_class = rejects.groupBy("error_class").count().collect()
-    metrics.dead_letters_by_class = {str(r["error_class"]): int(r["count"]) for r in by_class}
+    metrics.dead_letters_by_class = dict(counted.rejects_by_class)
     metrics.dead_letter = sum(metrics.dead_letters_by_class.values())
     if metrics.dead_letter:
-        _dead_letter(rejects, ctx)
+        _dead_letter(decoded.rejects, ctx)
 
 
 def _committed_already(committed: dict[str, str], kafka: KafkaRange, ctx: BatchContext) -> bool:
@@ -305,25 +305,12 @@ def _as_committed(
     return metrics
 
 
-def _batch_marks(
-    events: DataFrame, kafka: KafkaRange, watermark: int | None
-) -> tuple[dict[str, dict[str, Mark]], int]:
-    """Per topic partition, the newest source time of the batch's events and its last offset;
-    and how many events are older than the watermark the table had already committed."""
-    behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
-    newest = {
-        (row[KAFKA_TOPIC], str(row[KAFKA_PARTITION])): (row["ts_ms"], int(row["behind"] or 0))
-        for row in events.groupBy(KAFKA_TOPIC, KAFKA_PARTITION)
-        .agg(F.max(TS_MS).alias("ts_ms"), F.sum(behind.cast("int")).alias("behind"))
-        .collect()
-    }
-    marks = {
-        topic: {
-            p: Mark(ts_ms=newest.get((topic, p), (None, 0))[0], offset=last) for p, last in partitions.items()
-        }
+def _batch_marks(counted: DecodedTally, kafka: KafkaRange) -> dict[str, dict[str, Mark]]:
+    """Per topic partition, the newest source time of the batch's events and its last offset."""
+    return {
+        topic: {p: Mark(ts_ms=counted.newest_ts_ms.get((topic, p)), offset=last) for p, last in partitions.items()}
         for topic, partitions in kafka.last.items()
     }
-    return marks, sum(b for _, b in newest.values())
 
 
 def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
@@ -332,21 +319,15 @@ def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
     )
 
 
-def _split_truncates(events: DataFrame, table: TableConfig) -> tuple[DataFrame, Truncation | None, int]:
+def _split_truncates(
+    events: DataFrame, counted: DecodedTally, table: TableConfig
+) -> tuple[DataFrame, Truncation | None, int]:
     """Separate truncate events: the newest one becomes a table-wide delete, or all are ignored."""
-    truncates = events.filter(F.col(OP) == Op.TRUNCATE.value)
+    newest = counted.newest_truncate
+    if newest is None:
+        return events, None, 0
     changes = events.filter(F.col(OP) != Op.TRUNCATE.value)
-    newest = truncates.agg(
-        F.max(F.struct(ORDER, TS_MS, SOURCE)).alias("t"), F.count(F.lit(1)).alias("n")
-    ).first()
-    if newest is None or not newest["n"]:
-        return changes, None, 0
     if table.truncate == "ignore":
-        log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, newest["n"])
-        return changes, None, int(newest["n"])
-    t = newest["t"]
-    return changes, Truncation(order=t[ORDER], ts_ms=t[TS_MS], source=t[SOURCE]), 0
-
-
-def _count_applied_truncates(events: DataFrame, table: TableConfig) -> int:
-    return events.filter(F.col(OP) == Op.TRUNCATE.value).count() if table.truncate == "apply" else 0
+        log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates)
+        return changes, None, counted.truncates
+    return changes, Truncation(order=newest.order, ts_ms=newest.ts_ms, source=newest.source), 0

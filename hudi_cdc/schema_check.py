@@ -64,6 +64,15 @@ def diff(incoming: StructType, stored: StructType, table: TableConfig) -> Schema
         added=[f for f in incoming.fields if f.name not in old],
         gone=[name for name in old if name not in new],
     )
+    if table.table_version == 6 and table.type == "MERGE_ON_READ":
+        # Measured with PrestoDB 0.287 (Hudi 0.14): after a column is added, `_rt` fails with
+        # "Field <column> not found in log schema" while file slices have log files, and base files
+        # written afterwards put the column behind the partition column, so it reads as NULL
+        result.incompatible.extend(
+            f"column {f.name}: new column on a table_version 6 merge-on-read table "
+            "(PrestoDB's `_rt` cannot read it: query failures, then NULLs)"
+            for f in result.added
+        )
     for name, new_type in new.items():
         old_type = old.get(name)
         if old_type is None or old_type == new_type:

@@ -23,6 +23,7 @@ from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
+from hudi_cdc.hudi.table import table_version
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.pipeline import BatchContext, run_batch
 
@@ -64,7 +65,10 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
 
     1. Route patterns compile in the JVM (Spark's Kafka source uses java.util.regex).
     2. Every base path that exists is a Hudi table, on any file system (Hadoop FileSystem).
-    3. Kafka answers within `kafka.connect_timeout`.
+    3. No existing table is at a higher Hudi table version than its `table_version` (Hudi never
+       downgrades: measured, a version-9 table keeps being written at 9 with `table_version: 6`).
+       A lower one is upgraded at the next commit (measured: 6 -> 9), logged as a warning.
+    4. Kafka answers within `kafka.connect_timeout`.
     """
     from hudi_cdc.spark_session import hadoop_conf, jvm
 
@@ -73,7 +77,32 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     if problems:
         raise ConfigError(source, [f"routes: {p}" for p in problems])
     check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
+    problems = version_problems(spark, config)
+    if problems:
+        raise ConfigError(source, problems)
     kafka_check.check_reachable(config.kafka)
+
+
+def version_problems(spark: SparkSession, config: Config) -> list[str]:
+    """Tables stored at a higher Hudi table version than their `table_version` (see `preflight`)."""
+    problems = []
+    for table in config.tables:
+        stored = table_version(spark, table.base_path)
+        if stored is None or stored == table.table_version:
+            continue
+        if stored > table.table_version:
+            problems.append(
+                f"tables.{table.name}.table_version: {table.table_version}, but the table at {table.base_path} "
+                f"is at Hudi table version {stored} and Hudi does not downgrade; remove the setting "
+                "or write the table anew (new base_path)"
+            )
+        else:
+            log.warning(
+                "table %s: Hudi table version %d is upgraded to %d at its next commit (`table_version`); "
+                "PrestoDB 0.287 cannot read it after that",
+                table.name, stored, table.table_version,
+            )  # fmt: skip
+    return problems
 
 
 def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Config, metrics: BatchMetrics) -> list[str]:

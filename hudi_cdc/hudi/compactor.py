@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi.compaction import MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, TRIGGER_STRATEGY
+from hudi_cdc.hudi.options import WRITE_TABLE_VERSION
 from hudi_cdc.hudi.retention import archival_options
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,9 @@ def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = Fal
         MAX_DELTA_SECONDS: str(policy.max_delta_seconds),
         # the procedure's write client archives after the compaction commit: same bound as the writer
         **archival_options(spark, table.base_path),
+        # without it the procedure upgrades the metadata table of a version-6 table to 9 (measured),
+        # which PrestoDB's Hudi 0.14 then fails to open
+        WRITE_TABLE_VERSION: str(table.table_version),
     }
     rendered = ",".join(f"{k}={v}" for k, v in options.items())
     # a table path, never a user string, goes into the statement

@@ -32,6 +32,8 @@ KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
 KEEP_MIN_COMMITS_DEFAULT = "40"
 KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
 KEEP_MAX_COMMITS_DEFAULT = "50"
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
+"""6 makes Hudi 1.2 write (and keep) a table that Hudi 0.14/0.15 readers read; 9 is its default."""
 COMMIT_METADATA_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
 COMMIT_METADATA_PREFIX_DEFAULT = "_cdc_"
 PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
@@ -51,7 +53,8 @@ OWNED = frozenset(
         TABLE_NAME, TABLE_TYPE, OPERATION, RECORD_KEY, PARTITION_PATH, KEY_GENERATOR,
         HIVE_STYLE_PARTITIONING, MERGE_MODE, COMBINE_BEFORE_UPSERT, INDEX_TYPE,
         SIMPLE_INDEX_UPDATE_PARTITION_PATH, NULL_FOR_MISSING_COLUMNS, KEEP_MIN_COMMITS, KEEP_MAX_COMMITS,
-        COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, *COMPACTION_KEYS,
+        COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, WRITE_TABLE_VERSION,
+        *COMPACTION_KEYS,
     }
 )  # fmt: skip
 """Keys a table's `hoodie_options` may not set: the fold's semantics, retention and compaction depend on them."""
@@ -64,6 +67,21 @@ def key_generator(table: TableConfig) -> str:
     if len(table.key) == 1 and len(table.partition_by) == 1:
         return _KEYGEN + "SimpleKeyGenerator"
     return _KEYGEN + "ComplexKeyGenerator"
+
+
+def trailing_columns(table: TableConfig) -> tuple[str, ...]:
+    """Columns written after every other one in the data files: a version-6 MOR table's partition columns.
+
+    Why: Hudi 0.14's realtime reader (PrestoDB's `_rt`, Hive connector and Hudi connector alike)
+    reads the base file of a file slice with log files through Avro in the *file's* column order
+    whenever a timestamp column is selected, and hands that row to a deserializer that expects the
+    metastore's order, where partition columns are not data columns. A partition column in the
+    middle of the file shifts every later column (measured: a ClassCastException, or silently
+    wrong values when the types happen to match). Last in the file, it is a trailing extra field.
+    """
+    if table.table_version == 6 and table.type == "MERGE_ON_READ":
+        return tuple(table.partition_by)
+    return ()
 
 
 def write_options(table: TableConfig, *, parallelism: int = 2) -> dict[str, str]:
@@ -89,6 +107,7 @@ def write_options(table: TableConfig, *, parallelism: int = 2) -> dict[str, str]
         KEEP_MIN_COMMITS: KEEP_MIN_COMMITS_DEFAULT,
         KEEP_MAX_COMMITS: KEEP_MAX_COMMITS_DEFAULT,
         COMMIT_METADATA_PREFIX: COMMIT_METADATA_PREFIX_DEFAULT,
+        WRITE_TABLE_VERSION: str(table.table_version),
     }
     options.update({key: str(parallelism) for key in PARALLELISM_KEYS})
     if table.type == "MERGE_ON_READ":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc.hudi import fs
-from hudi_cdc.spark_session import jvm
+from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
 def table_exists(spark: SparkSession, base_path: str) -> bool:
@@ -25,6 +25,16 @@ def latest_commit(spark: SparkSession, base_path: str) -> str | None:
     helpers = jvm(spark).org.apache.hudi.HoodieDataSourceHelpers
     instant = helpers.latestCommit(file_system, base_path)
     return str(instant) if instant else None
+
+
+def table_version(spark: SparkSession, base_path: str) -> int | None:
+    """The Hudi table version in the table's `hoodie.properties` (6, 8, 9), or None for no table."""
+    if not table_exists(spark, base_path):
+        return None
+    gateway = jvm(spark)
+    conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
+    client = gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
+    return int(client.getTableConfig().getTableVersion().versionCode())
 
 
 def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:

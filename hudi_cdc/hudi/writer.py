@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -46,6 +47,7 @@ def write(
     base_path: str,
     options: dict[str, str],
     commit_metadata: dict[str, str],
+    trailing_columns: Sequence[str] = (),
 ) -> WriteResult:
     """Upsert `rows` (deletes flagged by `_hoodie_is_deleted`) as one Hudi commit.
 
@@ -53,8 +55,12 @@ def write(
     1. count what will be written (cached, so the write reuses it);
     2. write: Hudi commits data and the commit metadata (Kafka offsets) atomically;
     3. read back the instant of that commit.
+
+    `trailing_columns` are moved to the end of the written rows (see `options.trailing_columns`).
     """
     spark = rows.sparkSession
+    if trailing_columns:
+        rows = rows.select(*[c for c in rows.columns if c not in trailing_columns], *trailing_columns)
     rows = rows.persist()
     try:
         deleted_expr = F.col(HOODIE_IS_DELETED) if HOODIE_IS_DELETED in rows.columns else F.lit(False)

@@ -20,6 +20,7 @@ from devkit.services.connect import LocalConnect
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
+from devkit.services.presto import LocalPresto
 from devkit.services.process import log_tail
 from devkit.services.registry import LocalRegistry
 from devkit.services.trino import LocalTrino
@@ -48,6 +49,13 @@ def metastore() -> Iterator[LocalMetastore]:
 def trino(metastore: LocalMetastore) -> Iterator[LocalTrino]:
     """Trino with the Hudi connector on the session's metastore."""
     with LocalTrino(metastore.uri) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="session")
+def presto(metastore: LocalMetastore) -> Iterator[LocalPresto]:
+    """PrestoDB with the Hive and Hudi connectors on the session's metastore."""
+    with LocalPresto(metastore.uri) as engine:
         yield engine
 
 

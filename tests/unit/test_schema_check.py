@@ -74,3 +74,14 @@ def test_incompatible_change_stops_with_table_column_types_and_advice(old: DataT
 def test_key_type_change_is_incompatible_even_when_widening() -> None:
     with pytest.raises(SchemaChangeError, match="key column type"):
         check(_schema(id=LongType()), _schema(id=IntegerType()), TABLE)
+
+
+def test_new_column_on_a_version_6_mor_table_stops_unless_opted_in() -> None:
+    mor6 = TABLE.model_copy(update={"type": "MERGE_ON_READ", "table_version": 6})
+    stored, incoming = _schema(id=LongType()), _schema(id=LongType(), email=StringType())
+    with pytest.raises(SchemaChangeError, match="column email: new column on a table_version 6 merge-on-read table"):
+        check(incoming, stored, mor6)
+    opted_in = mor6.model_copy(update={"schema_policy": "allow_incompatible"})
+    assert check(incoming, stored, opted_in).fieldNames() == ["id", "email"]
+    cow6 = TABLE.model_copy(update={"table_version": 6})
+    assert check(incoming, stored, cow6).fieldNames() == ["id", "email"]

@@ -1,0 +1,156 @@
+"""Count a table's batch in two small aggregations instead of one Spark job per number.
+
+- `survey(routed)`: per table, over the routed Kafka rows: records read, tombstones and the
+  Kafka range (first and last offset per partition). One job for every table of the batch.
+- `tally(decoded)`: per table, over the persisted parse: skipped records and their reasons,
+  rejects by error class, truncates (how many, the newest), and per topic partition the newest
+  source time and the events behind the committed watermark.
+
+Each job costs a scheduling round trip and a scan of cached rows; a batch used to run one per
+count (issue 10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from hudi_cdc.decode import DecodeResult
+from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
+from hudi_cdc.offsets import KafkaRange
+from hudi_cdc.routing import TABLE_COLUMN
+
+
+@dataclass(frozen=True)
+class TableRecords:
+    """What one table receives in a batch, before decoding."""
+
+    read: int
+    tombstones: int
+    kafka: KafkaRange
+
+
+def survey(routed: DataFrame) -> dict[str | None, TableRecords]:
+    """Per table (None: records no route takes): records read, tombstones, Kafka range."""
+    rows = (
+        routed.groupBy(TABLE_COLUMN, "topic", "partition")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col("value").isNull().cast("int")).alias("tombstones"),
+            F.min("offset").alias("lo"),
+            F.max("offset").alias("hi"),
+        )
+        .collect()
+    )
+    tables: dict[str | None, tuple[int, int, KafkaRange]] = {}
+    for row in rows:
+        read, tombstones, kafka = tables.setdefault(row[TABLE_COLUMN], (0, 0, KafkaRange(first={}, last={})))
+        kafka.first.setdefault(row["topic"], {})[str(row["partition"])] = int(row["lo"])
+        kafka.last.setdefault(row["topic"], {})[str(row["partition"])] = int(row["hi"])
+        tables[row[TABLE_COLUMN]] = (read + int(row["n"]), tombstones + int(row["tombstones"] or 0), kafka)
+    return {name: TableRecords(read=r, tombstones=t, kafka=k) for name, (r, t, k) in tables.items()}
+
+
+def survey_table(records: DataFrame, table: str) -> TableRecords:
+    """`survey` of one table's records (a part of a batch split to isolate a failing record)."""
+    return survey(records.withColumn(TABLE_COLUMN, F.lit(table)))[table]
+
+
+@dataclass(frozen=True)
+class NewestTruncate:
+    """The newest truncate event of a batch (its order, source time and position)."""
+
+    order: str
+    ts_ms: int | None
+    source: str | None
+
+
+@dataclass(frozen=True)
+class DecodedTally:
+    """Counts of one table's decoded batch."""
+
+    skipped: int = 0
+    skip_reasons: list[str] = field(default_factory=list)
+    rejects_by_class: dict[str, int] = field(default_factory=dict)
+    truncates: int = 0
+    newest_truncate: NewestTruncate | None = None
+    newest_ts_ms: dict[tuple[str, str], int | None] = field(default_factory=dict)
+    """(topic, partition) -> the newest source time among the batch's events there."""
+    behind_watermark: int = 0
+    """Events older than the watermark the table had committed before the batch."""
+
+
+def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
+    """Count a decoded batch (pass a `cached()` result: the parse is scanned three times in one job)."""
+    behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
+    is_truncate = F.col(OP) == Op.TRUNCATE.value
+    events = decoded.events.select(
+        F.lit("event").alias("kind"),
+        F.lit(None).cast("string").alias("label"),
+        F.col(KAFKA_TOPIC).alias("topic"),
+        F.col(KAFKA_PARTITION).cast("string").alias("partition"),
+        F.col(TS_MS).alias("ts_ms"),
+        behind.cast("int").alias("behind"),
+        is_truncate.cast("int").alias("truncate"),
+        F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
+    )
+    others = [
+        _labelled(decoded.rejects, "reject", F.col("error_class"), events),
+        _labelled(decoded.skipped, "skip", F.col("reason"), events),
+    ]
+    counted = events.unionByName(others[0]).unionByName(others[1])
+    rows = (
+        counted.groupBy("kind", "label", "topic", "partition")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max("ts_ms").alias("ts_ms"),
+            F.sum("behind").alias("behind"),
+            F.sum("truncate").alias("truncates"),
+            F.max("t").alias("t"),
+        )
+        .collect()
+    )
+    skipped, truncates, behind_count = 0, 0, 0
+    reasons: set[str] = set()
+    rejects: dict[str, int] = {}
+    newest_ts: dict[tuple[str, str], int | None] = {}
+    newest: tuple[Any, ...] | None = None
+    for row in rows:
+        if row["kind"] == "skip":
+            skipped += int(row["n"])
+            reasons.add(str(row["label"]))
+        elif row["kind"] == "reject":
+            rejects[str(row["label"])] = rejects.get(str(row["label"]), 0) + int(row["n"])
+        else:
+            newest_ts[(row["topic"], row["partition"])] = row["ts_ms"]
+            behind_count += int(row["behind"] or 0)
+            truncates += int(row["truncates"] or 0)
+            if row["t"] is not None and (newest is None or _truncate_key(tuple(row["t"])) > _truncate_key(newest)):
+                newest = tuple(row["t"])
+    return DecodedTally(
+        skipped=skipped,
+        skip_reasons=sorted(reasons),
+        rejects_by_class=rejects,
+        truncates=truncates,
+        newest_truncate=NewestTruncate(*newest) if newest is not None else None,
+        newest_ts_ms=newest_ts,
+        behind_watermark=behind_count,
+    )
+
+
+def _truncate_key(t: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Spark's struct order (NULL first) as a Python key: order, then source time, then position."""
+    order, ts_ms, source = t
+    return (order, ts_ms is not None, ts_ms or 0, source is not None, source or "")
+
+
+def _labelled(rows: DataFrame, kind: str, label: Column, like: DataFrame) -> DataFrame:
+    """Rejects or skipped records in the shape of the counted events (no event columns)."""
+    return rows.select(
+        F.lit(kind).alias("kind"),
+        label.cast("string").alias("label"),
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in like.schema.fields if f.name not in ("kind", "label")],
+    )

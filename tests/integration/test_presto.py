@@ -1,0 +1,181 @@
+"""Issue 8: merge-on-read snapshots through PrestoDB, on tables written at Hudi table version 6.
+
+The real job ingests creates, then updates (one moving a row to another partition) and deletes into a
+copy-on-write and a merge-on-read table with `table_version: 6`, syncs them to the metastore, and
+PrestoDB 0.287 (Hudi 0.14 inside) reads them through both its connectors:
+- copy-on-write: exactly Spark's rows;
+- merge-on-read `_rt` before any compaction: exactly Spark's snapshot (log files merged);
+- merge-on-read `_ro`: base files only, so stale before compaction and exact after it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
+from devkit.services.kafka import LocalKafka
+from devkit.services.presto import LocalPresto
+from hudi_cdc.config import parse_config
+from hudi_cdc.hudi import writer
+from hudi_cdc.hudi.compactor import run_compaction
+from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.status import table_status
+from hudi_cdc.stream import version_problems
+from tests.integration.harness import Job
+
+pytestmark = pytest.mark.integration
+
+ACCOUNTS = [
+    Column("id", "int64", optional=False),
+    Column("owner", "string"),
+    Column("region", "string"),
+    Column("balance", "decimal", scale=2),
+    Column("opened", "date"),
+]
+ORDERS = [
+    Column("order_id", "int64", optional=False),
+    Column("status", "string"),
+    Column("total", "decimal", scale=2),
+    Column("placed_at", "timestamp"),
+]
+T0 = dt.datetime(2024, 5, 1, 12, 0, 0)
+CATALOGS = ("hive", "hudi")
+# list files through the table's metadata table instead of the file system (off by default)
+METADATA_LISTING = {"hive": {"hive.hudi_metadata_enabled": "true"}, "hudi": {"hudi.hudi_metadata_table_enabled": "true"}}
+
+
+def _account(i: int, owner: str, region: str, balance: str) -> dict[str, object]:
+    return {"id": i, "owner": owner, "region": region, "balance": Decimal(balance), "opened": dt.date(2020, 1, i)}
+
+
+def _order(i: int, status: str, total: str) -> dict[str, object]:
+    return {"order_id": i, "status": status, "total": Decimal(total), "placed_at": T0 + dt.timedelta(minutes=i)}
+
+
+def _columns(spark: SparkSession, base_path: str) -> list[str]:
+    """Every column of the table but Hudi's own (data columns, the partition column, `_cdc_*`)."""
+    return [c for c in spark.read.format("hudi").load(base_path).columns if not c.startswith("_hoodie_")]
+
+
+def _millis(value: Any) -> Any:
+    # Presto's timestamps have millisecond precision, Spark's microsecond (`_cdc_ingested_at`)
+    if isinstance(value, dt.datetime):
+        return value.replace(microsecond=value.microsecond // 1000 * 1000)
+    return value
+
+
+def _normalized(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted((tuple(_millis(v) for v in row) for row in rows), key=repr)
+
+
+def _spark_rows(spark: SparkSession, base_path: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    df = spark.read.format("hudi").load(base_path).select(*columns)
+    return _normalized([tuple(r) for r in df.collect()])
+
+
+def _presto_rows(
+    presto: LocalPresto, catalog: str, table: str, columns: list[str], session: dict[str, str] | None = None
+) -> list[tuple[Any, ...]]:
+    return _normalized(presto.query(f"select {', '.join(columns)} from {table}", catalog=catalog, session=session))
+
+
+def _table_version(base_path: str) -> str:
+    props = (Path(base_path) / ".hoodie" / "hoodie.properties").read_text().splitlines()
+    return next(line.split("=", 1)[1] for line in props if line.startswith("hoodie.table.version="))
+
+
+def test_presto_reads_version_6_cow_and_mor_snapshots_like_spark(
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
+) -> None:
+    job = Job(
+        spark,
+        kafka,
+        tmp_path,
+        [
+            {"name": "accounts", "key": ["id"], "partition_by": ["region"], "table_version": 6},
+            {
+                "name": "orders",
+                "key": ["order_id"],
+                "type": "MERGE_ON_READ",
+                "partition_by": ["status"],
+                "table_version": 6,
+                "compaction": {"mode": "schedule_only"},
+            },
+        ],
+        metastore_uris=metastore.uri,
+    )
+    accounts = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=ACCOUNTS, key=["id"])
+    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=ORDERS, key=["order_id"])
+    job.produce("accounts", [accounts.change("c", after=_account(i, f"o{i}", "eu" if i % 2 else "us", f"{i}.50"), pos=100 + i) for i in range(1, 7)])
+    job.produce("orders", [orders.change("c", after=_order(i, "open", f"{i}0.00"), pos=200 + i) for i in range(1, 10)])
+    job.run()
+    # updates (one moves a row to another partition) and deletes: on merge-on-read, log files
+    job.produce("accounts", [
+        accounts.change("u", after=_account(1, "o1", "us", "100.00"), pos=300),
+        accounts.change("u", after=_account(2, "o2-new", "us", "2.50"), pos=301),
+        accounts.change("d", before=_account(3, "o3", "eu", "3.50"), pos=302),
+    ])  # fmt: skip
+    job.produce("orders", [
+        orders.change("u", after=_order(1, "open", "99.99"), pos=400),
+        orders.change("u", after=_order(2, "shipped", "20.00"), pos=401),
+        orders.change("d", before=_order(3, "open", "30.00"), pos=402),
+        orders.change("u", after=_order(4, "open", "44.44"), pos=403),
+        orders.change("d", before=_order(5, "open", "50.00"), pos=404),
+    ])  # fmt: skip
+    (last,) = job.run()
+    assert last.hive_sync_lagging == []
+
+    cow, mor = job.path("accounts"), job.path("orders")
+    assert _table_version(cow) == _table_version(mor) == "6"
+    assert any(".log." in p.name for p in Path(mor).rglob("*")), "the merge-on-read table has log files"
+    db = job.database
+    assert {row[0] for row in presto.query(f"show tables from {db}")} == {"accounts", "orders_ro", "orders_rt"}
+
+    cow_columns, mor_columns = _columns(spark, cow), _columns(spark, mor)
+    assert {"opened", "placed_at", "_cdc_ingested_at", "_cdc_column_orders"} <= {*cow_columns, *mor_columns}
+    spark_cow, spark_mor = _spark_rows(spark, cow, cow_columns), _spark_rows(spark, mor, mor_columns)
+    assert len(spark_cow) == 5 and len(spark_mor) == 7
+    for catalog in CATALOGS:
+        assert _presto_rows(presto, catalog, f"{db}.accounts", cow_columns) == spark_cow, catalog
+        # the snapshot before any compaction: updates and deletes in log files are visible
+        assert _presto_rows(presto, catalog, f"{db}.orders_rt", mor_columns) == spark_mor, catalog
+        # read-optimized: base files only, the updates and deletes are not in them yet
+        ro = {row[0]: row for row in presto.query(f"select order_id, total from {db}.orders_ro", catalog=catalog)}
+        assert ro[4] == (4, Decimal("40.00")) and 5 in ro, catalog
+
+    # hudi_cdc's own readers work on a version-6 table
+    status = table_status(spark, job.config.table("orders"))
+    assert status.last_commit and status.applied_through and status.committed_counts
+
+    compacted = run_compaction(spark, job.config.table("orders"), force=True)
+    assert compacted["compacted"] != "-"
+    # the metadata table too: Hudi 0.14 cannot open one at version 9
+    assert _table_version(mor) == _table_version(f"{mor}/.hoodie/metadata") == "6"
+    for catalog in CATALOGS:
+        assert _presto_rows(presto, catalog, f"{db}.orders_ro", mor_columns) == spark_mor, catalog
+        listing = METADATA_LISTING[catalog]
+        assert _presto_rows(presto, catalog, f"{db}.orders_rt", mor_columns, listing) == spark_mor, catalog
+
+
+def test_table_version_6_on_an_existing_version_9_table_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """Hudi never downgrades: with `table_version: 6` it keeps writing a version-9 table at 9."""
+    config = parse_config({
+        "kafka": {"bootstrap_servers": "127.0.0.1:1"},
+        "job": {"checkpoint_dir": str(tmp_path / "cp"), "dead_letter_path": str(tmp_path / "dl")},
+        "tables": [{"name": "t", "key": ["id"], "base_path": str(tmp_path / "t")}],
+        "routes": [{"topic": "t", "table": "t"}],
+    })  # fmt: skip
+    table = config.table("t")
+    rows = spark.createDataFrame([(1, "a")], "id long, name string")
+    writer.write(rows, table="t", base_path=table.base_path, options=write_options(table), commit_metadata={})
+    assert _table_version(table.base_path) == "9" and version_problems(spark, config) == []
+    as_6 = config.model_copy(update={"tables": [table.model_copy(update={"table_version": 6})]})
+    (problem,) = version_problems(spark, as_6)
+    assert "table_version: 6" in problem and "Hudi table version 9" in problem and "does not downgrade" in problem

@@ -1,0 +1,59 @@
+"""One aggregation per batch counts what the pipeline used to count job by job (issue 10)."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from devkit.debezium import Column, DebeziumTable
+from hudi_cdc.config import TableConfig
+from hudi_cdc.decode import decode
+from hudi_cdc.events import OP, ORDER, Op
+from hudi_cdc.routing import TABLE_COLUMN
+from hudi_cdc.tally import survey, tally
+from tests.unit.test_decode import KAFKA_COLUMNS, T0
+
+SOURCE = DebeziumTable(
+    server="s", database="d", table="t", key=["id"],
+    columns=[Column("id", "int32", optional=False), Column("name", "string")],
+)  # fmt: skip
+TABLE = TableConfig(name="t", key=["id"], base_path="/unused")
+
+
+def test_tally_and_survey_count_what_the_batch_holds(spark: SparkSession) -> None:
+    message = {"op": "m", "ts_ms": 1, "source": {"lsn": 10, "ts_ms": 1}, "message": {"prefix": "a", "content": "AQ=="}}
+    records = [
+        (0, SOURCE.change("c", after={"id": 1, "name": "a"}, pos=100, ts_ms=5_000)),
+        (0, SOURCE.change("u", after={"id": 1, "name": "b"}, pos=200, ts_ms=1_000)),
+        (0, SOURCE.change("t", pos=300, ts_ms=6_000, with_key=False)),
+        (0, SOURCE.tombstone({"id": 1})),
+        (1, SOURCE.change("t", pos=400, ts_ms=7_000, with_key=False)),
+        (1, (b'{"id": 2}', b"{not json")),
+        (1, (None, json.dumps(message).encode())),
+        (1, SOURCE.change("c", after={"id": 2, "name": "c"}, pos=500, ts_ms=3_000)),
+    ]
+    rows = [(key, value, "s.d.t", p, offset, T0) for offset, (p, (key, value)) in enumerate(records)]
+    raw = spark.createDataFrame(rows, KAFKA_COLUMNS)
+
+    received = survey(raw.withColumn(TABLE_COLUMN, F.lit("t")))["t"]
+    assert (received.read, received.tombstones) == (8, 1)
+    assert received.kafka.first == {"s.d.t": {"0": 0, "1": 4}}
+    assert received.kafka.last == {"s.d.t": {"0": 3, "1": 7}}
+
+    decoded = decode(raw, TABLE).cached()
+    try:
+        counted = tally(decoded, watermark=2_000)
+        events = decoded.events
+        newest = events.filter(F.col(OP) == Op.TRUNCATE.value).agg(F.max(ORDER)).first()
+    finally:
+        decoded.parsed.unpersist()
+    assert counted.skipped == 1 and len(counted.skip_reasons) == 1
+    assert counted.rejects_by_class == {"MalformedJson": 1}
+    assert counted.truncates == 2
+    assert counted.newest_truncate is not None and newest is not None
+    assert counted.newest_truncate.order == newest[0]
+    assert counted.newest_truncate.ts_ms == 7_000
+    assert counted.newest_ts_ms == {("s.d.t", "0"): 6_000, ("s.d.t", "1"): 7_000}
+    assert counted.behind_watermark == 1  # only the update at 1,000 is older than 2,000
