@@ -4,8 +4,8 @@ The spec's `kind` says what to do:
 - `job`: start a local Spark, note the CPU the start-up took, run one job (see `jobs`) to the
   end of its topic, and report its batches (from the query's progress reports), its Spark jobs
   (the status tracker's jobs of the query's run id) and the CPU at each step;
-- `verify`: read the hudi_cdc and the plain Hudi table and compare their source columns row
-  for row (the honesty check; exit 3 when they differ).
+- `verify`: the honesty check: the hudi_cdc and the plain Hudi table hold the same source
+  columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
 
 Spark's JVM is stopped and waited for before exit, so its CPU time reaches this process's
 rusage and the parent's accounting (`measure.run_measured`) is exact.
@@ -22,18 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.jobs import JobSpec, run_job
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.profile import StepTimer, label_actions
-from devkit.bench.workloads import DATA_COLUMNS
+from devkit.bench.workloads import DATA_COLUMNS, PARTITION_COLUMN, row
+from devkit.debezium import epoch_micros
 from hudi_cdc.logging_setup import configure
 from hudi_cdc.spark_session import get_or_create_session
 
 EXIT_DIFFERENT = 3
-"""Exit code of `verify` when the tables differ."""
+"""Exit code of `verify` when the tables differ from each other or from the source."""
 
 SESSION_CONF = {
     # keep every job's status for counting (the default keeps 1,000)
@@ -111,8 +113,56 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _canonical(table: DataFrame) -> DataFrame:
+    """The source columns as plain values: balance in cents, updated_at in epoch µs (as Debezium sends it)."""
+    return table.select(
+        "id", "owner", "email", F.expr("CAST(balance * 100 AS BIGINT)").alias("balance_cents"),
+        F.unix_micros("updated_at").alias("updated_at_us"), PARTITION_COLUMN,
+    )  # fmt: skip
+
+
+TRUTH_COLUMNS = ("id", "owner", "email", "balance_cents", "updated_at_us", PARTITION_COLUMN, "deleted")
+
+
+def _truth(spark: SparkSession, touched: list[list[int | None]], directory: Path) -> DataFrame:
+    """The rows the touched keys must hold (`workloads.row` of their final version; a deleted key
+    has `deleted` set), in the `_canonical` shape. Written with pyarrow, so it scales past what
+    `createDataFrame` of Python rows handles well."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns: dict[str, list[Any]] = {name: [] for name in TRUTH_COLUMNS}
+    for key, version in touched:
+        if key is None:
+            raise ValueError(f"a touched key is null in {directory}")
+        columns["id"].append(key)
+        columns["deleted"].append(version is None)
+        if version is None:
+            for name in TRUTH_COLUMNS[1:-1]:
+                columns[name].append(None)
+            continue
+        image: dict[str, Any] = row(key, version)
+        columns["owner"].append(image["owner"])
+        columns["email"].append(image["email"])
+        columns["balance_cents"].append(int(image["balance"] * 100))
+        columns["updated_at_us"].append(epoch_micros(image["updated_at"]))
+        columns[PARTITION_COLUMN].append(image[PARTITION_COLUMN])
+    types = [pa.int64(), pa.string(), pa.string(), pa.int64(), pa.int64(), pa.string(), pa.bool_()]
+    path = directory / "truth.parquet"
+    pq.write_table(pa.table(columns, schema=pa.schema(list(zip(TRUTH_COLUMNS, types, strict=True)))), path)
+    return spark.read.parquet(str(path))
+
+
 def verify(spec: dict[str, Any]) -> dict[str, Any]:
-    """Compare the source columns of the two Hudi tables; both must also hold `expected_rows` rows."""
+    """The honesty check, three parts; `equal` and `matches_source` must both hold.
+
+    1. The hudi_cdc and the plain table hold the same source columns row for row (`exceptAll`
+       both ways, duplicates counted) and both hold `expected_rows` rows.
+    2. In the hudi_cdc table, the keys the case touched hold exactly the source's rows (the
+       reference fold `workloads.final_versions`): no deleted key, no stale or missing row.
+    3. Every other key still holds its row as loaded (version 0 in its email).
+    With 1, parts 2 and 3 hold for the plain table too.
+    """
     spark = start_spark("bench-verify", None)
     try:
         columns = list(DATA_COLUMNS)
@@ -123,6 +173,15 @@ def verify(spec: dict[str, Any]) -> dict[str, Any]:
         only_plain = plain.exceptAll(cdc)
         n_only_cdc, n_only_plain = only_cdc.count(), only_plain.count()
         examples = [r.asDict() for r in only_cdc.limit(3).collect()] + [r.asDict() for r in only_plain.limit(3).collect()]
+
+        touched = json.loads(Path(spec["touched"]).read_text())
+        truth = _truth(spark, touched, Path(spec["touched"]).parent)
+        keys = truth.select("id")
+        stored = _canonical(cdc).join(keys, "id", "left_semi")
+        wanted = truth.filter(~F.col("deleted")).drop("deleted")
+        n_missing, n_unexpected = wanted.exceptAll(stored).count(), stored.exceptAll(wanted).count()
+        untouched = cdc.join(keys, "id", "left_anti")
+        n_changed = untouched.filter(F.col("email") != F.format_string("user%d.v0@example.com", "id")).count()
         result = {
             "hudi_cdc_rows": cdc_rows,
             "plain_rows": plain_rows,
@@ -130,8 +189,13 @@ def verify(spec: dict[str, Any]) -> dict[str, Any]:
             "only_in_hudi_cdc": n_only_cdc,
             "only_in_plain": n_only_plain,
             "examples": [{k: str(v) for k, v in e.items()} for e in examples],
+            "touched_keys": len(touched),
+            "source_rows_missing": n_missing,
+            "rows_not_in_source": n_unexpected,
+            "untouched_rows_changed": n_changed,
         }
         result["equal"] = n_only_cdc == 0 and n_only_plain == 0 and cdc_rows == plain_rows == spec["expected_rows"]
+        result["matches_source"] = n_missing == 0 and n_unexpected == 0 and n_changed == 0
         return result
     finally:
         stop_spark(spark)
@@ -149,7 +213,7 @@ def main() -> None:
     else:
         raise SystemExit(f"unknown kind {spec['kind']!r}; valid: job, verify")
     result_path.write_text(json.dumps(result, indent=2))
-    if spec["kind"] == "verify" and not result["equal"]:
+    if spec["kind"] == "verify" and not (result["equal"] and result["matches_source"]):
         sys.exit(EXIT_DIFFERENT)
 
 

@@ -205,14 +205,19 @@ def text_report(cases: list[CaseResult]) -> str:
 
 
 def check_line(check: dict[str, Any]) -> str:
-    """The honesty check in one line."""
+    """The honesty check in one line (`child.verify`, plus the records each job consumed)."""
     if not check:
         return "not run"
-    verdict = "EQUAL" if check.get("equal") else "DIFFERENT"
+    verdict = "PASSED" if check.get("passed") else "FAILED"
+    consumed = check.get("consumed", {})
+    short = [f"{job} {n}" for job, n in consumed.items() if n != check.get("events")]
     return (
-        f"{verdict}: hudi_cdc {check['hudi_cdc_rows']} rows, plain {check['plain_rows']} rows "
-        f"(expected {check['expected_rows']}); only in hudi_cdc {check['only_in_hudi_cdc']}, "
-        f"only in plain {check['only_in_plain']}"
+        f"{verdict}: tables {'equal' if check.get('equal') else 'DIFFERENT'} (hudi_cdc {check['hudi_cdc_rows']} rows, "
+        f"plain {check['plain_rows']}, expected {check['expected_rows']}; only in hudi_cdc {check['only_in_hudi_cdc']}, "
+        f"only in plain {check['only_in_plain']}); source rows of {check.get('touched_keys', '?')} touched keys "
+        f"{'matched' if check.get('matches_source') else 'NOT matched'} (missing {check.get('source_rows_missing', '?')}, "
+        f"not in source {check.get('rows_not_in_source', '?')}, untouched changed {check.get('untouched_rows_changed', '?')}); "
+        f"records consumed {'all ' + str(check.get('events')) if not short else 'SHORT: ' + ', '.join(short)}"
     )
 
 
@@ -243,4 +248,21 @@ def markdown_goals(found: list[Goal]) -> str:
     lines = ["| goal | case | measured | limit | met |", "|---|---|---|---|---|"]
     for g in found:
         lines.append(f"| {g.goal} | {g.case} | {_fmt(g.value, 2)}x | {g.limit}x | {'yes' if g.met else 'no'} |")
+    return "\n".join(lines)
+
+
+def markdown_jobs(cases: list[CaseResult]) -> str:
+    """Per case and job: CPU, wall, events/s, Spark jobs per batch, peak RSS, batch latency p50/p95."""
+    lines = [
+        "| case | job | CPU s | wall s | events/s | CPU ms/event | batches | Spark jobs/batch | peak RSS MB "
+        "| batch p50 s | batch p95 s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for case in cases:
+        for job in case.jobs.values():
+            lines.append(
+                f"| {case.name} | {job.job} | {_fmt(job.cpu_s)} | {_fmt(job.wall_s)} | {_fmt(job.events_per_s, 0)} "
+                f"| {_fmt(job.cpu_ms_per_event, 2)} | {job.batches} | {_fmt(job.jobs_per_batch)} "
+                f"| {_fmt(job.peak_rss_mb, 0)} | {_fmt(job.batch_p50_s)} | {_fmt(job.batch_p95_s)} |"
+            )
     return "\n".join(lines)

@@ -29,7 +29,7 @@ from devkit.bench.child import EXIT_DIFFERENT
 from devkit.bench.jobs import JobSpec
 from devkit.bench.measure import TreeUsage, run_measured
 from devkit.bench.report import JOBS, CaseResult, JobResult
-from devkit.bench.workloads import Case, Load, snapshot_records, source
+from devkit.bench.workloads import Case, Load, final_versions, records, snapshot_changes, source
 from devkit.debezium import KafkaRecord
 from devkit.services.kafka import LocalKafka
 
@@ -88,7 +88,12 @@ class Run:
                     profiles[job]["steps"] = child["steps"]
             if jobs[job].events != case.events:
                 print(f"  WARNING: {job} consumed {jobs[job].events} records, the topic holds {case.events}")
-        check = self.verify(case_dir, case.expected_rows)
+        check = self.verify(case_dir, case)
+        check["events"] = case.events
+        check["consumed"] = {name: done.events for name, done in jobs.items()}
+        check["passed"] = bool(
+            check["equal"] and check["matches_source"] and all(n == case.events for n in check["consumed"].values())
+        )
         result = CaseResult(
             name=case.name, workload=case.workload, title=case.title, table_type=case.type,
             partitioned=case.partitioned, table_rows=case.table_rows, events=case.events, jobs=jobs, check=check,
@@ -140,11 +145,16 @@ class Run:
             raise BenchError(f"{directory.name} exited {usage.exit_code}; log {log_path}:\n{tail}")
         return json.loads(result_path.read_text()), usage
 
-    def verify(self, case_dir: Path, expected_rows: int) -> dict[str, Any]:
-        """The honesty check: both Hudi tables hold the same source rows (see `child.verify`)."""
+    def verify(self, case_dir: Path, case: Case) -> dict[str, Any]:
+        """The honesty check (see `child.verify`): both Hudi tables hold the same source rows, and
+        the keys the case touched hold what the source holds (the reference fold of its changes)."""
+        directory = case_dir / "verify"
+        directory.mkdir(parents=True, exist_ok=True)
+        touched = directory / "touched.json"
+        touched.write_text(json.dumps(sorted(final_versions(case.changes()).items())))
         spec = {"kind": "verify", "hudi_cdc": str(case_dir / "hudi_cdc"), "plain": str(case_dir / "plain"),
-                "expected_rows": expected_rows}  # fmt: skip
-        check, _ = self.child(spec, case_dir / "verify")
+                "expected_rows": case.expected_rows, "touched": str(touched)}  # fmt: skip
+        check, _ = self.child(spec, directory)
         return check
 
 
@@ -193,13 +203,13 @@ def prepare_topics(kafka: LocalKafka, cases: list[Case], settings: Settings) -> 
     load_rows = sorted({c.start.rows for c in cases if c.start is not None and c.start not in provided})
     topics: dict[str, Iterable[KafkaRecord]] = {}
     for rows in load_rows:
-        topics[load_topic(rows)] = snapshot_records(source(f"rows_{rows}"), rows)
+        topics[load_topic(rows)] = records(source(f"rows_{rows}"), snapshot_changes(rows))
     for case in cases:
         topics[case.topic] = case.records()
     kafka.create_topics(list(topics))
-    for topic, records in topics.items():
+    for topic, stream in topics.items():
         began = time.monotonic()
-        count = produce(kafka.bootstrap_servers, topic, records)
+        count = produce(kafka.bootstrap_servers, topic, stream)
         print(f"  produced {count:,} records to {topic} in {time.monotonic() - began:.0f} s")
 
 

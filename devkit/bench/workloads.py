@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
@@ -61,48 +61,73 @@ def row(key: int, version: int) -> dict[str, object]:
     }
 
 
-def snapshot_records(table: DebeziumTable, rows: int) -> Iterator[KafkaRecord]:
-    """`rows` snapshot reads (op r), keys 0..rows-1."""
+Change = tuple[str, int, int]
+"""One source change: op (r, u or d), key, version (the key's row after it is `row(key, version)`;
+the version of a change is its place in the stream + 1, which also gives its binlog position)."""
+
+
+def snapshot_changes(rows: int) -> Iterator[Change]:
+    """`rows` snapshot reads (op r), keys 0..rows-1, each at version 0."""
     for key in range(rows):
-        yield table.change("r", after=row(key, 0), file="mysql-bin.000001", pos=1 + key, ts_ms=_T0_MS + key)
+        yield "r", key, 0
 
 
-def _change(table: DebeziumTable, op: str, key: int, i: int) -> KafkaRecord:
-    image = row(key, i + 1)
-    pos, ts_ms = _CHANGE_POS + i, _T0_MS + 10**9 + i
-    if op == "d":
-        return table.change("d", before=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
-    return table.change(op, after=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
-
-
-def update_records(table: DebeziumTable, changes: int, keys: int) -> Iterator[KafkaRecord]:
+def update_changes(changes: int, keys: int) -> Iterator[Change]:
     """`changes` updates (op u), each of a key drawn uniformly from 0..keys-1."""
     rng = random.Random(_SEED)
     for i in range(changes):
-        yield _change(table, "u", rng.randrange(keys), i)
+        yield "u", rng.randrange(keys), i + 1
 
 
 def delete_keys(changes: int, rows: int) -> list[int]:
-    """The keys `mixed_records` deletes: every tenth change, distinct keys."""
+    """The keys `mixed_changes` deletes: every tenth change, distinct keys."""
     return random.Random(_SEED + 1).sample(range(rows), min(rows, changes // 10))
 
 
-def mixed_records(table: DebeziumTable, changes: int, rows: int) -> Iterator[KafkaRecord]:
-    """`changes` changes over 0..rows-1: every tenth a delete (then its tombstone), the rest
-    updates of keys that are never deleted (Debezium sends no update of a deleted row)."""
+def mixed_changes(changes: int, rows: int) -> Iterator[Change]:
+    """`changes` changes over 0..rows-1: every tenth a delete, the rest updates of keys that are
+    never deleted (Debezium sends no update of a deleted row)."""
     rng = random.Random(_SEED)
     doomed = delete_keys(changes, rows)
     gone = set(doomed)
     for i in range(changes):
         if i % 10 == 9 and i // 10 < len(doomed):
-            key = doomed[i // 10]
-            yield _change(table, "d", key, i)
-            yield table.tombstone({KEY: key})
+            yield "d", doomed[i // 10], i + 1
             continue
         key = rng.randrange(rows)
         while key in gone:
             key = rng.randrange(rows)
-        yield _change(table, "u", key, i)
+        yield "u", key, i + 1
+
+
+def records(table: DebeziumTable, changes: Iterable[Change]) -> Iterator[KafkaRecord]:
+    """The Debezium records of `changes`, in order; a delete is followed by its tombstone.
+
+    Snapshot reads are at file 000001, pos 1 + key; changes at file 000002, pos above any load.
+    """
+    for op, key, version in changes:
+        image = row(key, version)
+        if op == "r":
+            yield table.change("r", after=image, file="mysql-bin.000001", pos=1 + key, ts_ms=_T0_MS + key)
+            continue
+        i = version - 1
+        pos, ts_ms = _CHANGE_POS + i, _T0_MS + 10**9 + i
+        if op == "d":
+            yield table.change("d", before=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
+            yield table.tombstone({KEY: key})
+        else:
+            yield table.change(op, after=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
+
+
+def final_versions(changes: Iterable[Change]) -> dict[int, int | None]:
+    """The reference fold: the version each touched key ends at, None when deleted.
+
+    The stream's positions grow with its order, so the last change of a key is its newest.
+    """
+    final: dict[int, int | None] = {}
+    for op, key, version in changes:
+        final[key] = None if op == "d" else version
+    return final
 
 
 @dataclass(frozen=True)
@@ -129,10 +154,10 @@ class Case:
     """What a reader of the result table sees, e.g. `20k updates over 100k rows, COW`."""
     type: TableType
     partitioned: bool
-    records: Callable[[], Iterator[KafkaRecord]]
-    """The records of the timed run (a fresh iterator on each call)."""
+    changes: Callable[[], Iterator[Change]]
+    """The source changes of the timed run (a fresh iterator on each call)."""
     events: int
-    """How many Kafka records `records` yields (tombstones included)."""
+    """How many Kafka records `records()` yields (tombstones included)."""
     expected_rows: int
     """Rows the table holds after the timed run."""
     start: Load | None
@@ -142,6 +167,10 @@ class Case:
     @property
     def topic_part(self) -> str:
         return self.name.replace("-", "_")
+
+    def records(self) -> Iterator[KafkaRecord]:
+        """The Kafka records of the timed run."""
+        return records(source(self.topic_part), self.changes())
 
     @property
     def topic(self) -> str:
@@ -186,13 +215,12 @@ def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
     cow: TableType = "COPY_ON_WRITE"
     mor: TableType = "MERGE_ON_READ"
 
-    def case(name: str, title: str, type_: TableType, records: Callable[[DebeziumTable], Iterator[KafkaRecord]],
+    def case(name: str, title: str, type_: TableType, changes: Callable[[], Iterator[Change]],
              events: int, *, rows: int = n, expected: int | None = None, partitioned: bool = False,
              loaded: bool = True) -> Case:  # fmt: skip
-        table = source(name.replace("-", "_"))
         return Case(
             name=name, workload=workload, title=title, type=type_, partitioned=partitioned,
-            records=lambda: records(table), events=events,
+            changes=changes, events=events,
             expected_rows=rows if expected is None else expected,
             start=Load(rows, type_, partitioned) if loaded else None, table_rows=rows if loaded else 0,
         )  # fmt: skip
@@ -200,34 +228,34 @@ def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
     if workload == "snapshot":
         return [
             case(f"snapshot-{kind}", f"{human(n)}-row snapshot, {kind.upper()}", type_,
-                 lambda t: snapshot_records(t, n), n, loaded=False)
+                 lambda: snapshot_changes(n), n, loaded=False)
             for kind, type_ in (("cow", cow), ("mor", mor))
         ]  # fmt: skip
     if workload == "uniform":
         return [
             case(f"uniform-{kind}", f"{human(m)} updates over {human(n)} rows, {kind.upper()}", type_,
-                 lambda t: update_records(t, m, n), m)
+                 lambda: update_changes(m, n), m)
             for kind, type_ in (("cow", cow), ("mor", mor))
         ]  # fmt: skip
     if workload == "hot":
         hot = min(sizes.hot_keys, n)
         return [case("hot-cow", f"{human(m)} updates on {human(hot)} hot keys of {human(n)}, COW", cow,
-                     lambda t: update_records(t, m, hot), m)]  # fmt: skip
+                     lambda: update_changes(m, hot), m)]  # fmt: skip
     if workload == "small":
         k = sizes.small_changes
         return [case("small-cow", f"{human(k)} updates into {human(n)} rows, COW", cow,
-                     lambda t: update_records(t, k, n), k)]  # fmt: skip
+                     lambda: update_changes(k, n), k)]  # fmt: skip
     if workload == "deletes":
         deletes = len(delete_keys(m, n))
         return [case("deletes-cow", f"{human(m)} changes, {human(deletes)} deletes + tombstones, {human(n)} rows, COW",
-                     cow, lambda t: mixed_records(t, m, n), m + deletes, expected=n - deletes)]  # fmt: skip
+                     cow, lambda: mixed_changes(m, n), m + deletes, expected=n - deletes)]  # fmt: skip
     if workload == "partitioned":
         return [case("partitioned-cow", f"{human(m)} updates over {human(n)} rows in {len(REGIONS)} partitions, COW",
-                     cow, lambda t: update_records(t, m, n), m, partitioned=True)]  # fmt: skip
+                     cow, lambda: update_changes(m, n), m, partitioned=True)]  # fmt: skip
     # scale: the same number of uniform changes into ever larger tables
     return [
         case(f"scale-{human(rows).lower()}", f"{human(m)} updates into {human(rows)} rows, COW", cow,
-             lambda t, rows=rows: update_records(t, m, rows), m, rows=rows)  # type: ignore[misc]
+             lambda rows=rows: update_changes(m, rows), m, rows=rows)  # type: ignore[misc]
         for rows in sizes.scale_rows
     ]
 

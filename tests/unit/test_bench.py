@@ -15,8 +15,28 @@ from pathlib import Path
 import pytest
 
 from devkit.bench.measure import percentile, run_measured
-from devkit.bench.report import CaseResult, JobResult, goals, markdown_goals, markdown_ratios, text_report
-from devkit.bench.workloads import Sizes, cases, delete_keys, human, mixed_records, source
+from devkit.bench.report import (
+    CaseResult,
+    JobResult,
+    check_line,
+    goals,
+    markdown_goals,
+    markdown_jobs,
+    markdown_ratios,
+    text_report,
+)
+from devkit.bench.workloads import (
+    Sizes,
+    cases,
+    delete_keys,
+    final_versions,
+    human,
+    mixed_changes,
+    records,
+    snapshot_changes,
+    source,
+    update_changes,
+)
 
 BURN = textwrap.dedent(
     """
@@ -80,7 +100,9 @@ def _job(name: str, cpu: float, *, batches: int = 2, rss: float = 1000.0) -> Job
 def _case(name: str, workload: str, rows: int, cdc: float, plain: float, floor: float) -> CaseResult:
     jobs = {"hudi_cdc": _job("hudi_cdc", cdc, rss=1500), "plain": _job("plain", plain), "floor": _job("floor", floor)}
     check = {"equal": True, "hudi_cdc_rows": rows, "plain_rows": rows, "expected_rows": rows,
-             "only_in_hudi_cdc": 0, "only_in_plain": 0}  # fmt: skip
+             "only_in_hudi_cdc": 0, "only_in_plain": 0, "touched_keys": 800, "source_rows_missing": 0,
+             "rows_not_in_source": 0, "untouched_rows_changed": 0, "matches_source": True, "events": 1000,
+             "consumed": {"hudi_cdc": 1000, "plain": 1000, "floor": 1000}, "passed": True}  # fmt: skip
     return CaseResult(name=name, workload=workload, title=f"{name} title", table_type="COPY_ON_WRITE",
                       partitioned=False, table_rows=rows, events=1000, jobs=jobs, check=check)  # fmt: skip
 
@@ -118,8 +140,10 @@ def test_report_text_and_json_shape() -> None:
     text = text_report([case])
     assert "== hot-cow: hot-cow title" in text
     assert "hudi_cdc/plain: CPU 2.00x" in text
-    assert "EQUAL: hudi_cdc 20000 rows" in text
+    assert "PASSED: tables equal (hudi_cdc 20000 rows" in text
+    assert "records consumed all 1000" in text
     assert "| hot-cow title | 60.0 | 30.0 | 15.0 | 2.00x |" in markdown_ratios([case])
+    assert "| hot-cow | hudi_cdc | 60.0 | 30.0 | 33 | 60.00 | 2 | 10.0 | 1,500 | 2.0 | 2.9 |" in markdown_jobs([case])
     document = json.loads(json.dumps(case.as_json()))
     assert set(document) >= {"name", "workload", "title", "table_rows", "events", "jobs", "ratios", "check"}
     assert set(document["jobs"]) == {"hudi_cdc", "plain", "floor"}
@@ -144,18 +168,46 @@ def test_cases_of_every_workload() -> None:
 
 
 def test_deletes_never_touch_a_deleted_key_again() -> None:
-    records = list(mixed_records(source("t"), 200, 50))
-    doomed = {json.dumps({"id": k}) for k in delete_keys(200, 50)}
+    stream = list(records(source("t"), mixed_changes(200, 50)))
     seen_delete: set[bytes] = set()
-    for key, value in records:
+    for i, (key, value) in enumerate(stream):
         assert key is not None
-        if value is None:
+        if value is None:  # a tombstone follows its delete
+            assert stream[i - 1][0] == key and key in seen_delete
             continue
         op = json.loads(value)["payload"]["op"]
         assert key not in seen_delete
         if op == "d":
             seen_delete.add(key)
-    assert len(seen_delete) == len(doomed)
+    assert {json.loads(key)["payload"]["id"] for key in seen_delete} == set(delete_keys(200, 50))
+
+
+def test_reference_fold_keeps_the_last_version_and_forgets_deleted_keys() -> None:
+    changes = [("r", 1, 0), ("r", 2, 0), ("u", 1, 3), ("u", 2, 4), ("u", 1, 5), ("d", 2, 6)]
+    assert final_versions(changes) == {1: 5, 2: None}
+    assert final_versions(snapshot_changes(3)) == {0: 0, 1: 0, 2: 0}
+    deletes = final_versions(mixed_changes(200, 50))
+    assert {k for k, v in deletes.items() if v is None} == set(delete_keys(200, 50))
+
+
+def test_records_carry_the_version_and_growing_positions() -> None:
+    stream = list(records(source("t"), update_changes(30, 10)))
+    payloads = [json.loads(value)["payload"] for _, value in stream if value is not None]
+    versions = [int(p["after"]["email"].split(".v")[1].split("@")[0]) for p in payloads]
+    assert versions == list(range(1, 31))
+    positions = [p["source"]["pos"] for p in payloads]
+    assert positions == sorted(positions) and len(set(positions)) == 30
+
+
+def test_check_line_names_what_failed() -> None:
+    check = {"equal": True, "hudi_cdc_rows": 10, "plain_rows": 10, "expected_rows": 10, "only_in_hudi_cdc": 0,
+             "only_in_plain": 0, "touched_keys": 4, "source_rows_missing": 1, "rows_not_in_source": 1,
+             "untouched_rows_changed": 0, "matches_source": False, "events": 5,
+             "consumed": {"hudi_cdc": 5, "plain": 4, "floor": 5}, "passed": False}  # fmt: skip
+    line = check_line(check)
+    assert line.startswith("FAILED: tables equal")
+    assert "4 touched keys NOT matched (missing 1, not in source 1" in line
+    assert "records consumed SHORT: plain 4" in line
 
 
 def test_unknown_workload_lists_the_valid_ones() -> None:
