@@ -1,6 +1,6 @@
 """`make bench`: hudi_cdc, a plain Hudi upsert job and a Parquet append floor on identical topics.
 
-    python -m devkit.bench                       # the default cases, about 10 minutes on 2 cores
+    python -m devkit.bench                       # the default cases, about 15 minutes on 2 cores
     python -m devkit.bench --smoke               # tiny sizes, one case: checks the bench works
     python -m devkit.bench --workloads uniform,scale --rows 100000 --changes 20000 --batch 5000
     python -m devkit.bench --workloads scale --scale-rows 1000000,10000000   # cost vs table size
@@ -42,8 +42,8 @@ from devkit.services import run_dir
 from devkit.services.kafka import LocalKafka
 
 DEFAULT_WORKLOADS = ("snapshot-cow", "small", "scale")
-"""About 10-15 minutes on 2 idle cores (at the default sizes scale-20k is the uniform COW case);
-`--workloads all` runs every case."""
+"""18 minutes measured on 2 shared cores (load average 2-23), the 100k-row load included (at the
+default sizes scale-20k is the uniform COW case); `--workloads all` runs every case."""
 SMOKE = {"workloads": "small", "rows": 2_000, "changes": 1_000, "small_changes": 500, "batch": 500, "scale_rows": "2000"}
 
 
