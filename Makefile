@@ -127,7 +127,7 @@ test-deep: install  ## long runs: property, corpus and kill -9 tests with HYPOTH
 	    tests/integration/test_debezium_corpus.py tests/integration/test_kill9.py
 	$(PY) -m pytest -q -m deep tests
 
-bench: install  ## hudi_cdc vs a plain Hudi upsert job on the same stream: records/s, latency, memory
+bench: $(VENV)/.installed jars kafka  ## hudi_cdc vs a plain Hudi upsert job vs a Parquet floor, per workload: CPU s, events/s, latency, RSS (BENCH_ARGS="--smoke")
 	$(PY) -m devkit.bench $(BENCH_ARGS)
 
 bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s

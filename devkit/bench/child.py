@@ -1,0 +1,221 @@
+"""One measured process of the benchmark: `python -m devkit.bench.child SPEC.json RESULT.json`.
+
+The spec's `kind` says what to do:
+- `job`: start a local Spark, note the CPU the start-up took, run one job (see `jobs`) to the
+  end of its topic, and report its batches (from the query's progress reports), its Spark jobs
+  (the status tracker's jobs of the query's run id) and the CPU at each step;
+- `verify`: the honesty check: the hudi_cdc and the plain Hudi table hold the same source
+  columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
+
+Spark's JVM is stopped and waited for before exit, so its CPU time reaches this process's
+rusage and the parent's accounting (`measure.run_measured`) is exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench.jobs import JobSpec, run_job
+from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.profile import StepTimer, label_actions
+from devkit.bench.workloads import DATA_COLUMNS, PARTITION_COLUMN, row
+from devkit.debezium import epoch_micros
+from hudi_cdc.logging_setup import configure
+from hudi_cdc.spark_session import get_or_create_session
+
+EXIT_DIFFERENT = 3
+"""Exit code of `verify` when the tables differ from each other or from the source."""
+
+SESSION_CONF = {
+    # keep every job's status for counting (the default keeps 1,000)
+    "spark.ui.retainedJobs": "1000000",
+    "spark.ui.retainedStages": "1000000",
+    "spark.sql.streaming.numRecentProgressUpdates": "100000",
+}
+
+
+def start_spark(app: str, event_log: str | None) -> SparkSession:
+    conf = dict(SESSION_CONF)
+    if event_log:
+        Path(event_log).mkdir(parents=True, exist_ok=True)
+        conf |= {"spark.eventLog.enabled": "true", "spark.eventLog.dir": event_log}
+    spark = get_or_create_session(app_name=app, extra_conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def stop_spark(spark: SparkSession) -> None:
+    """Stop Spark and wait for its JVM, so the JVM's CPU time is reaped into this process's rusage."""
+    context = spark.sparkContext
+    gateway = context._gateway
+    proc = getattr(gateway, "proc", None)
+    spark.stop()
+    if gateway is not None:
+        gateway.shutdown()
+    if proc is not None:
+        if proc.stdin is not None:
+            proc.stdin.close()  # the JVM exits when its stdin closes
+        proc.wait(timeout=120)
+
+
+def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
+    began = time.monotonic()
+    me = psutil.Process()
+    job = JobSpec(**spec["job"])
+    spark = start_spark(f"bench-{job.job}", spec.get("event_log"))
+    timer = StepTimer() if spec.get("event_log") and job.job == "hudi_cdc" else None
+    if spec.get("event_log"):
+        label_actions(spark)
+    if timer is not None:
+        timer.install()
+    started_wall, started_cpu = time.monotonic() - began, tree_cpu_seconds(me)
+    t0 = time.monotonic()
+    ends: list[tuple[float, float]] = [(t0, started_cpu)]
+
+    def batch_end() -> None:
+        ends.append((time.monotonic(), tree_cpu_seconds(me)))
+
+    query = run_job(spark, job, batch_end)
+    stream_wall = time.monotonic() - t0
+    stream_cpu = tree_cpu_seconds(me) - started_cpu
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    run_id = str(query.runId)
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(run_id))
+    other_jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+    stop_spark(spark)
+    steps = {"steps": timer.steps(), "profiled_batches": timer.batches} if timer is not None else {}
+    return steps | {
+        "job": job.job,
+        "startup_wall_s": started_wall,
+        "startup_cpu_s": started_cpu,
+        "stream_wall_s": stream_wall,
+        "stream_cpu_s": stream_cpu,
+        "events": sum(int(p["numInputRows"]) for p in progress),
+        "batches": len(progress),
+        "batch_s": [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress],
+        # between the ends of successive batches (the first from the query's start)
+        "batch_cpu_s": [b[1] - a[1] for a, b in itertools.pairwise(ends)],
+        "batch_gap_s": [b[0] - a[0] for a, b in itertools.pairwise(ends)],
+        "spark_jobs": jobs,
+        "spark_jobs_outside_stream": other_jobs,
+        "run_id": run_id,
+    }
+
+
+def _canonical(table: DataFrame) -> DataFrame:
+    """The source columns as plain values: balance in cents, updated_at in epoch µs (as Debezium sends it)."""
+    return table.select(
+        "id", "owner", "email", F.expr("CAST(balance * 100 AS BIGINT)").alias("balance_cents"),
+        F.unix_micros("updated_at").alias("updated_at_us"), PARTITION_COLUMN,
+    )  # fmt: skip
+
+
+TRUTH_COLUMNS = ("id", "owner", "email", "balance_cents", "updated_at_us", PARTITION_COLUMN, "deleted")
+
+
+def _truth(spark: SparkSession, touched: list[list[int | None]], directory: Path) -> DataFrame:
+    """The rows the touched keys must hold (`workloads.row` of their final version; a deleted key
+    has `deleted` set), in the `_canonical` shape. Written with pyarrow, so it scales past what
+    `createDataFrame` of Python rows handles well."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns: dict[str, list[Any]] = {name: [] for name in TRUTH_COLUMNS}
+    for key, version in touched:
+        if key is None:
+            raise ValueError(f"a touched key is null in {directory}")
+        columns["id"].append(key)
+        columns["deleted"].append(version is None)
+        if version is None:
+            for name in TRUTH_COLUMNS[1:-1]:
+                columns[name].append(None)
+            continue
+        image: dict[str, Any] = row(key, version)
+        columns["owner"].append(image["owner"])
+        columns["email"].append(image["email"])
+        columns["balance_cents"].append(int(image["balance"] * 100))
+        columns["updated_at_us"].append(epoch_micros(image["updated_at"]))
+        columns[PARTITION_COLUMN].append(image[PARTITION_COLUMN])
+    types = [pa.int64(), pa.string(), pa.string(), pa.int64(), pa.int64(), pa.string(), pa.bool_()]
+    path = directory / "truth.parquet"
+    pq.write_table(pa.table(columns, schema=pa.schema(list(zip(TRUTH_COLUMNS, types, strict=True)))), path)
+    return spark.read.parquet(str(path))
+
+
+def verify(spec: dict[str, Any]) -> dict[str, Any]:
+    """The honesty check, three parts; `equal` and `matches_source` must both hold.
+
+    1. The hudi_cdc and the plain table hold the same source columns row for row (`exceptAll`
+       both ways, duplicates counted) and both hold `expected_rows` rows.
+    2. In the hudi_cdc table, the keys the case touched hold exactly the source's rows (the
+       reference fold `workloads.final_versions`): no deleted key, no stale or missing row.
+    3. Every other key still holds its row as loaded (version 0 in its email).
+    With 1, parts 2 and 3 hold for the plain table too.
+    """
+    spark = start_spark("bench-verify", None)
+    try:
+        columns = list(DATA_COLUMNS)
+        cdc = spark.read.format("hudi").load(spec["hudi_cdc"]).select(*columns).persist()
+        plain = spark.read.format("hudi").load(spec["plain"]).select(*columns).persist()
+        cdc_rows, plain_rows = cdc.count(), plain.count()
+        only_cdc = cdc.exceptAll(plain)
+        only_plain = plain.exceptAll(cdc)
+        n_only_cdc, n_only_plain = only_cdc.count(), only_plain.count()
+        examples = [r.asDict() for r in only_cdc.limit(3).collect()] + [r.asDict() for r in only_plain.limit(3).collect()]
+
+        touched = json.loads(Path(spec["touched"]).read_text())
+        truth = _truth(spark, touched, Path(spec["touched"]).parent)
+        keys = truth.select("id")
+        stored = _canonical(cdc).join(keys, "id", "left_semi")
+        wanted = truth.filter(~F.col("deleted")).drop("deleted")
+        n_missing, n_unexpected = wanted.exceptAll(stored).count(), stored.exceptAll(wanted).count()
+        untouched = cdc.join(keys, "id", "left_anti")
+        n_changed = untouched.filter(F.col("email") != F.format_string("user%d.v0@example.com", "id")).count()
+        result = {
+            "hudi_cdc_rows": cdc_rows,
+            "plain_rows": plain_rows,
+            "expected_rows": spec["expected_rows"],
+            "only_in_hudi_cdc": n_only_cdc,
+            "only_in_plain": n_only_plain,
+            "examples": [{k: str(v) for k, v in e.items()} for e in examples],
+            "touched_keys": len(touched),
+            "source_rows_missing": n_missing,
+            "rows_not_in_source": n_unexpected,
+            "untouched_rows_changed": n_changed,
+        }
+        result["equal"] = n_only_cdc == 0 and n_only_plain == 0 and cdc_rows == plain_rows == spec["expected_rows"]
+        result["matches_source"] = n_missing == 0 and n_unexpected == 0 and n_changed == 0
+        return result
+    finally:
+        stop_spark(spark)
+
+
+def main() -> None:
+    spec_path, result_path = Path(sys.argv[1]), Path(sys.argv[2])
+    spec = json.loads(spec_path.read_text())
+    configure("WARNING")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    if spec["kind"] == "job":
+        result = run_job_measured(spec)
+    elif spec["kind"] == "verify":
+        result = verify(spec)
+    else:
+        raise SystemExit(f"unknown kind {spec['kind']!r}; valid: job, verify")
+    result_path.write_text(json.dumps(result, indent=2))
+    if spec["kind"] == "verify" and not (result["equal"] and result["matches_source"]):
+        sys.exit(EXIT_DIFFERENT)
+
+
+if __name__ == "__main__":
+    main()

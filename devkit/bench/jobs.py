@@ -1,0 +1,186 @@
+"""The three jobs the benchmark compares, as Spark code (run inside `devkit.bench.child`).
+
+- hudi_cdc: the real job, `hudi_cdc.stream.run(..., once=True)` with a one-table config.
+- plain: what a Hudi user writes by hand: parse the envelope once with `from_json`, take
+  `after` (`before` for deletes), set `_hoodie_is_deleted` for deletes, upsert with Hudi's
+  EVENT_TIME_ORDERING on the binlog position. Hudi pre-combines each key's events of a batch
+  and merges with the stored row. Same table type, key, partitioning, index, parallelism,
+  compression and compaction as hudi_cdc (`hudi_cdc.hudi.options.write_options`); only the
+  merge settings differ.
+- floor: parse the envelope the same way and append the row images to plain Parquet.
+
+Each job reads the same topic with Structured Streaming (`availableNow`, the same
+`maxOffsetsPerTrigger`) and returns the query, whose progress reports give the batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from devkit.bench.workloads import KEY, PARTITION_COLUMN, TableType
+from hudi_cdc import stream
+from hudi_cdc.config import Config, TableConfig, parse_config
+from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS, write_options
+
+TABLE_ORDERING_FIELDS = "hoodie.table.ordering.fields"
+"""Hudi 1.x's name for the ordering field (the older precombine key is set too); the plain job only."""
+ORDERING_COLUMN = "_pos"
+_IMAGE = "struct<id:bigint,owner:string,email:string,balance:string,updated_at:bigint,region:string>"
+_ENVELOPE = f"struct<payload:struct<before:{_IMAGE},after:{_IMAGE},op:string,source:struct<pos:bigint>>>"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What one child runs: a job on a topic into a table."""
+
+    job: str
+    """hudi_cdc, plain or floor."""
+    bootstrap: str
+    topic: str
+    batch: int
+    table_path: str
+    type: TableType
+    partitioned: bool
+    work_dir: str
+    """Checkpoints and the dead-letter store live here."""
+
+    def table(self) -> TableConfig:
+        return TableConfig(
+            name="accounts", key=[KEY], base_path=self.table_path, type=self.type,
+            partition_by=[PARTITION_COLUMN] if self.partitioned else [],
+        )  # fmt: skip
+
+
+def hudi_cdc_config(spec: JobSpec) -> Config:
+    """The one-table job config a user would write for this topic."""
+    work = Path(spec.work_dir)
+    table = spec.table()
+    return parse_config(
+        {
+            "kafka": {"bootstrap_servers": spec.bootstrap, "max_offsets_per_trigger": spec.batch},
+            "job": {"name": "bench", "checkpoint_dir": str(work / "cp-hudi_cdc"), "dead_letter_path": str(work / "dlq")},
+            "routes": [{"topic": spec.topic, "table": table.name}],
+            "tables": [table.model_dump(exclude_defaults=True)],
+        }
+    )
+
+
+BatchEnd = Callable[[], None]
+"""Called at the end of every batch (the child notes the time and CPU)."""
+
+
+def run_hudi_cdc(spark: SparkSession, spec: JobSpec, on_batch_end: BatchEnd) -> StreamingQuery:
+    """hudi_cdc's own run; the query is taken from the active streams at its first batch."""
+    found: list[StreamingQuery] = []
+
+    def batch_done(_: Any) -> None:
+        on_batch_end()
+        if not found:
+            found.extend(q for q in spark.streams.active if q.name == "bench")
+
+    stream.run(spark, hudi_cdc_config(spec), once=True, on_batch=batch_done)
+    if not found:
+        raise RuntimeError(f"hudi_cdc ran no batch on {spec.topic}")
+    return found[0]
+
+
+def _envelope(batch: DataFrame) -> DataFrame:
+    """Payload fields of non-tombstone records: op, the images and the binlog position."""
+    parsed = batch.filter(F.col("value").isNotNull()).select(
+        F.from_json(F.col("value").cast("string"), _ENVELOPE).alias("e")
+    )
+    return parsed.select("e.payload.op", "e.payload.before", "e.payload.after", F.col("e.payload.source.pos").alias("pos"))
+
+
+def _typed(image: Any) -> list[Any]:
+    """The image's columns with Debezium's encodings undone (base64 decimal, epoch µs)."""
+    balance = F.conv(F.hex(F.unbase64(image["balance"])), 16, 10).cast("decimal(20,0)") / 100
+    return [
+        image["id"].alias("id"),
+        image["owner"].alias("owner"),
+        image["email"].alias("email"),
+        balance.cast("decimal(12,2)").alias("balance"),
+        F.timestamp_micros(image["updated_at"]).alias("updated_at"),
+        image[PARTITION_COLUMN].alias(PARTITION_COLUMN),
+    ]
+
+
+def plain_options(spec: JobSpec) -> dict[str, str]:
+    """hudi_cdc's write options, with the merge left to Hudi: event-time ordering on `_pos`, pre-combine on."""
+    options = write_options(spec.table())
+    options.update(
+        {
+            MERGE_MODE: "EVENT_TIME_ORDERING",
+            ORDERING_FIELDS: ORDERING_COLUMN,
+            TABLE_ORDERING_FIELDS: ORDERING_COLUMN,
+            COMBINE_BEFORE_UPSERT: "true",  # a batch holds several events of a key
+        }
+    )
+    return options
+
+
+def plain_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
+    """The plain job's foreachBatch: upsert images, deletes flagged by `_hoodie_is_deleted`."""
+    options = plain_options(spec)
+
+    def write(batch: DataFrame, _batch_id: int) -> None:
+        events = _envelope(batch)
+        deleted = F.col("op") == "d"
+        image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
+        rows = events.select(*_typed(image), F.col("pos").alias(ORDERING_COLUMN), deleted.alias("_hoodie_is_deleted"))
+        rows.write.format("hudi").options(**options).mode("append").save(spec.table_path)
+
+    return write
+
+
+def floor_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
+    """The floor's foreachBatch: row images (`before` of deletes) with op and position, appended to Parquet."""
+
+    def write(batch: DataFrame, _batch_id: int) -> None:
+        events = _envelope(batch)
+        rows = events.select(*_typed(F.coalesce("after", "before")), "op", F.col("pos").alias(ORDERING_COLUMN))
+        writer = rows.write.mode("append").option("compression", "snappy")
+        if spec.partitioned:
+            writer = writer.partitionBy(PARTITION_COLUMN)
+        writer.parquet(spec.table_path)
+
+    return write
+
+
+def run_foreach(
+    spark: SparkSession, spec: JobSpec, write: Callable[[DataFrame, int], None], on_batch_end: BatchEnd
+) -> StreamingQuery:
+    """The plain or floor job: the same Kafka source as hudi_cdc, this foreachBatch, until caught up."""
+
+    def batch(rows: DataFrame, batch_id: int) -> None:
+        write(rows, batch_id)
+        on_batch_end()
+
+    query = (
+        stream.kafka_source(spark, hudi_cdc_config(spec))
+        .writeStream.queryName(spec.job)
+        .foreachBatch(batch)
+        .option("checkpointLocation", str(Path(spec.work_dir) / f"cp-{spec.job}"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return query
+
+
+def run_job(spark: SparkSession, spec: JobSpec, on_batch_end: BatchEnd) -> StreamingQuery:
+    """Run `spec.job` to the end of its topic, calling `on_batch_end` after each batch."""
+    if spec.job == "hudi_cdc":
+        return run_hudi_cdc(spark, spec, on_batch_end)
+    if spec.job == "plain":
+        return run_foreach(spark, spec, plain_batch(spec), on_batch_end)
+    if spec.job == "floor":
+        return run_foreach(spark, spec, floor_batch(spec), on_batch_end)
+    raise ValueError(f"unknown job {spec.job!r}; valid: hudi_cdc, plain, floor")

@@ -1,0 +1,220 @@
+"""The benchmark's pure parts: process-tree CPU accounting, percentiles, the report and JSON shape.
+
+No timing is asserted: the CPU test only checks that a grandchild's work is counted at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from devkit.bench.measure import percentile, run_measured
+from devkit.bench.report import (
+    CaseResult,
+    JobResult,
+    check_line,
+    goals,
+    markdown_goals,
+    markdown_jobs,
+    markdown_ratios,
+    text_report,
+)
+from devkit.bench.workloads import (
+    Sizes,
+    cases,
+    delete_keys,
+    final_versions,
+    human,
+    mixed_changes,
+    records,
+    snapshot_changes,
+    source,
+    update_changes,
+)
+
+BURN = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    def burn(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+    if sys.argv[1] == "parent":
+        child = subprocess.Popen([sys.executable, __file__, "child"])
+        burn(0.3)
+        child.wait()
+    else:
+        burn(0.6)
+    """
+)
+
+
+def test_tree_cpu_counts_a_grandchild_that_exited(tmp_path: Path) -> None:
+    script = tmp_path / "burn.py"
+    script.write_text(BURN)
+    usage = run_measured([sys.executable, str(script), "parent"], cwd=tmp_path, env=os.environ,
+                         log_path=tmp_path / "log", interval=0.05)  # fmt: skip
+    assert usage.exit_code == 0
+    # the child's 0.6 s reached the parent's rusage when it was reaped; the parent burned 0.3 s itself
+    assert usage.cpu_s >= 0.85
+    assert usage.peak_rss_mb > 0
+
+
+def test_tree_cpu_reports_the_exit_code(tmp_path: Path) -> None:
+    usage = run_measured([sys.executable, "-c", "raise SystemExit(3)"], cwd=tmp_path, env=os.environ,
+                         log_path=tmp_path / "log")  # fmt: skip
+    assert usage.exit_code == 3
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [
+        pytest.param([5.0], 50, 5.0, id="one-value"),
+        pytest.param([1.0, 2.0, 3.0, 4.0], 50, 2.5, id="median-between-ranks"),
+        pytest.param([4.0, 1.0, 3.0, 2.0], 50, 2.5, id="unsorted-input"),
+        pytest.param(list(map(float, range(1, 21))), 95, 19.05, id="p95-of-20"),
+        pytest.param([1.0, 9.0], 100, 9.0, id="max"),
+        pytest.param([1.0, 9.0], 0, 1.0, id="min"),
+    ],
+)
+def test_percentile(values: list[float], q: float, expected: float) -> None:
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_nan() -> None:
+    assert math.isnan(percentile([], 50))
+
+
+def _job(name: str, cpu: float, *, batches: int = 2, rss: float = 1000.0) -> JobResult:
+    return JobResult(job=name, events=1000, batches=batches, wall_s=cpu / 2, cpu_s=cpu, startup_cpu_s=9.0,
+                     process_wall_s=cpu, process_cpu_s=cpu + 9, peak_rss_mb=rss, spark_jobs=10 * batches,
+                     batch_s=[1.0, 3.0], batch_cpu_s=[20.0, 5.0, 7.0])  # fmt: skip
+
+
+def _case(name: str, workload: str, rows: int, cdc: float, plain: float, floor: float) -> CaseResult:
+    jobs = {"hudi_cdc": _job("hudi_cdc", cdc, rss=1500), "plain": _job("plain", plain), "floor": _job("floor", floor)}
+    check = {"equal": True, "hudi_cdc_rows": rows, "plain_rows": rows, "expected_rows": rows,
+             "only_in_hudi_cdc": 0, "only_in_plain": 0, "touched_keys": 800, "source_rows_missing": 0,
+             "rows_not_in_source": 0, "untouched_rows_changed": 0, "matches_source": True, "events": 1000,
+             "consumed": {"hudi_cdc": 1000, "plain": 1000, "floor": 1000}, "passed": True}  # fmt: skip
+    return CaseResult(name=name, workload=workload, title=f"{name} title", table_type="COPY_ON_WRITE",
+                      partitioned=False, table_rows=rows, events=1000, jobs=jobs, check=check)  # fmt: skip
+
+
+def test_ratios_and_derived_numbers() -> None:
+    case = _case("uniform-cow", "uniform", 20_000, cdc=60, plain=30, floor=15)
+    assert case.ratios()["cpu_vs_plain"] == pytest.approx(2.0)
+    assert case.ratios()["cpu_vs_floor"] == pytest.approx(4.0)
+    assert case.ratios()["rss_vs_plain"] == pytest.approx(1.5)
+    job = case.jobs["hudi_cdc"]
+    assert job.cpu_ms_per_event == pytest.approx(60.0)
+    assert job.jobs_per_batch == pytest.approx(10.0)
+    assert job.first_batch_cpu_s == 20.0
+    assert job.later_batch_cpu_s == pytest.approx(6.0)
+
+
+def test_goals_cover_every_case_snapshots_and_scale_pairs() -> None:
+    results = [
+        _case("snapshot-cow", "snapshot", 20_000, cdc=40, plain=80, floor=30),
+        _case("scale-20k", "scale", 20_000, cdc=50, plain=40, floor=20),
+        _case("scale-100k", "scale", 100_000, cdc=100, plain=60, floor=20),
+    ]
+    found = {(g.goal, g.case): g for g in goals(results)}
+    assert found[("CPU ≤ 0.67x plain upsert", "snapshot-cow")].met
+    assert not found[("CPU ≤ 0.67x plain upsert", "scale-20k")].met
+    assert found[("snapshot CPU ≤ 2x Parquet floor", "snapshot-cow")].value == pytest.approx(40 / 30)
+    scale = found[("CPU(larger table) ≤ 1.5x CPU(smaller), same changes", "scale-100k / scale-20k")]
+    assert scale.value == pytest.approx(2.0)
+    assert not scale.met
+    assert "| scale-100k / scale-20k | 2.00x | 1.5x | no |" in markdown_goals(goals(results))
+
+
+def test_report_text_and_json_shape() -> None:
+    case = _case("hot-cow", "hot", 20_000, cdc=60, plain=30, floor=15)
+    text = text_report([case])
+    assert "== hot-cow: hot-cow title" in text
+    assert "hudi_cdc/plain: CPU 2.00x" in text
+    assert "PASSED: tables equal (hudi_cdc 20000 rows" in text
+    assert "records consumed all 1000" in text
+    assert "| hot-cow title | 60.0 | 30.0 | 15.0 | 2.00x |" in markdown_ratios([case])
+    assert "| hot-cow | hudi_cdc | 60.0 | 30.0 | 33 | 60.00 | 2 | 10.0 | 1,500 | 2.0 | 2.9 |" in markdown_jobs([case])
+    document = json.loads(json.dumps(case.as_json()))
+    assert set(document) >= {"name", "workload", "title", "table_rows", "events", "jobs", "ratios", "check"}
+    assert set(document["jobs"]) == {"hudi_cdc", "plain", "floor"}
+    job = document["jobs"]["hudi_cdc"]
+    for key in ("wall_s", "cpu_s", "events_per_s", "cpu_ms_per_event", "jobs_per_batch", "peak_rss_mb",
+                "batch_p50_s", "batch_p95_s", "batch_s", "startup_cpu_s"):  # fmt: skip
+        assert key in job
+    assert document["ratios"]["cpu_vs_plain"] == 2.0
+
+
+def test_cases_of_every_workload() -> None:
+    sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(100, 1000))
+    found = {c.name: c for c in cases(["snapshot", "uniform", "hot", "small", "deletes", "partitioned", "scale"], sizes)}
+    assert list(found) == ["snapshot-cow", "snapshot-mor", "uniform-cow", "uniform-mor", "hot-cow", "small-cow",
+                           "deletes-cow", "partitioned-cow", "scale-100", "scale-1k"]  # fmt: skip
+    assert found["snapshot-cow"].start is None
+    assert found["uniform-mor"].start is not None and found["uniform-mor"].start.type == "MERGE_ON_READ"
+    assert found["deletes-cow"].expected_rows == 96
+    assert found["deletes-cow"].events == 44  # 4 deletes, each with its tombstone
+    for case in found.values():
+        assert sum(1 for _ in case.records()) == case.events, case.name
+
+
+def test_deletes_never_touch_a_deleted_key_again() -> None:
+    stream = list(records(source("t"), mixed_changes(200, 50)))
+    seen_delete: set[bytes] = set()
+    for i, (key, value) in enumerate(stream):
+        assert key is not None
+        if value is None:  # a tombstone follows its delete
+            assert stream[i - 1][0] == key and key in seen_delete
+            continue
+        op = json.loads(value)["payload"]["op"]
+        assert key not in seen_delete
+        if op == "d":
+            seen_delete.add(key)
+    assert {json.loads(key)["payload"]["id"] for key in seen_delete} == set(delete_keys(200, 50))
+
+
+def test_reference_fold_keeps_the_last_version_and_forgets_deleted_keys() -> None:
+    changes = [("r", 1, 0), ("r", 2, 0), ("u", 1, 3), ("u", 2, 4), ("u", 1, 5), ("d", 2, 6)]
+    assert final_versions(changes) == {1: 5, 2: None}
+    assert final_versions(snapshot_changes(3)) == {0: 0, 1: 0, 2: 0}
+    deletes = final_versions(mixed_changes(200, 50))
+    assert {k for k, v in deletes.items() if v is None} == set(delete_keys(200, 50))
+
+
+def test_records_carry_the_version_and_growing_positions() -> None:
+    stream = list(records(source("t"), update_changes(30, 10)))
+    payloads = [json.loads(value)["payload"] for _, value in stream if value is not None]
+    versions = [int(p["after"]["email"].split(".v")[1].split("@")[0]) for p in payloads]
+    assert versions == list(range(1, 31))
+    positions = [p["source"]["pos"] for p in payloads]
+    assert positions == sorted(positions) and len(set(positions)) == 30
+
+
+def test_check_line_names_what_failed() -> None:
+    check = {"equal": True, "hudi_cdc_rows": 10, "plain_rows": 10, "expected_rows": 10, "only_in_hudi_cdc": 0,
+             "only_in_plain": 0, "touched_keys": 4, "source_rows_missing": 1, "rows_not_in_source": 1,
+             "untouched_rows_changed": 0, "matches_source": False, "events": 5,
+             "consumed": {"hudi_cdc": 5, "plain": 4, "floor": 5}, "passed": False}  # fmt: skip
+    line = check_line(check)
+    assert line.startswith("FAILED: tables equal")
+    assert "4 touched keys NOT matched (missing 1, not in source 1" in line
+    assert "records consumed SHORT: plain 4" in line
+
+
+def test_unknown_workload_lists_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="valid: snapshot, uniform"):
+        cases(["nope"], Sizes(rows=1, changes=1, small_changes=1, hot_keys=1, scale_rows=()))
+
+
+@pytest.mark.parametrize(("n", "text"), [(20_000, "20k"), (1_000_000, "1M"), (2_500, "2.5k"), (999, "999")])
+def test_human_sizes(n: int, text: str) -> None:
+    assert human(n) == text
