@@ -127,6 +127,8 @@ def _events(result: DecodeResult) -> list[dict[str, Any]]:
     return sorted((r.asDict(recursive=True) for r in result.events.collect()), key=lambda r: r["_kafka_offset"])
 
 
+# deep: test_avro_pipeline feeds the same corpus through the whole job in `make test`
+@pytest.mark.deep
 def test_avro_and_json_decode_to_identical_events(spark: SparkSession, registry: LocalRegistry) -> None:
     server = f"srv{uuid.uuid4().hex[:8]}"
     topic = f"{server}.db.t"

@@ -128,6 +128,8 @@ def test_metastore_outage_loses_nothing_and_sync_recovers(spark: SparkSession, k
         back.stop()
 
 
+# deep: test_presto's archival test runs a query loop during commits in `make test`
+@pytest.mark.deep
 def test_queries_running_during_ingestion_all_succeed(
     spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:
@@ -251,6 +253,8 @@ def test_hive_synced_cow_and_mor_read_through_trino_like_spark(
     assert rt == ro != spark_mor
 
 
+# deep: documents the Trino failure (apache/hudi#13994) that hudi_cdc's archival bound avoids
+@pytest.mark.deep
 def test_trino_fails_on_a_table_with_recently_archived_instants(
     spark: SparkSession, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:

@@ -255,6 +255,8 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
     mariadb.execute(f"DROP DATABASE {database}")
 
 
+# deep: why the relay starts from the first position; the relay itself is tested in `make test`
+@pytest.mark.deep
 def test_binlog_from_the_later_run_position_loses_changes_the_first_position_keeps(
     spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, tmp_path: Path
 ) -> None:
