@@ -330,4 +330,4 @@ def _split_truncates(
     if table.truncate == "ignore":
         log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates)
         return changes, None, counted.truncates
-    return changes, Truncation(order=newest.order, ts_ms=newest.ts_ms, source=newest.source), 0
+    return changes, newest, 0

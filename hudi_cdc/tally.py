@@ -18,6 +18,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from hudi_cdc.collapse import Truncation
 from hudi_cdc.decode import DecodeResult
 from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
 from hudi_cdc.offsets import KafkaRange
@@ -60,15 +61,6 @@ def survey_table(records: DataFrame, table: str) -> TableRecords:
 
 
 @dataclass(frozen=True)
-class NewestTruncate:
-    """The newest truncate event of a batch (its order, source time and position)."""
-
-    order: str
-    ts_ms: int | None
-    source: str | None
-
-
-@dataclass(frozen=True)
 class DecodedTally:
     """Counts of one table's decoded batch."""
 
@@ -76,7 +68,8 @@ class DecodedTally:
     skip_reasons: list[str] = field(default_factory=list)
     rejects_by_class: dict[str, int] = field(default_factory=dict)
     truncates: int = 0
-    newest_truncate: NewestTruncate | None = None
+    newest_truncate: Truncation | None = None
+    """The batch's newest truncate event (applied or ignored per the table's `truncate`)."""
     newest_ts_ms: dict[tuple[str, str], int | None] = field(default_factory=dict)
     """(topic, partition) -> the newest source time among the batch's events there."""
     behind_watermark: int = 0
@@ -135,7 +128,7 @@ def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
         skip_reasons=sorted(reasons),
         rejects_by_class=rejects,
         truncates=truncates,
-        newest_truncate=NewestTruncate(*newest) if newest is not None else None,
+        newest_truncate=Truncation(*newest) if newest is not None else None,
         newest_ts_ms=newest_ts,
         behind_watermark=behind_count,
     )
