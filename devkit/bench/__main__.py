@@ -65,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="maxOffsetsPerTrigger of the untimed loads of tables no snapshot case provides")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help=f"tiny sizes and one case ({SMOKE})")
     parser.add_argument("--profile", action="store_true", help="keep Spark event logs of the hudi_cdc jobs, print where time goes")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for every job's session (repeatable), e.g. to compare JIT settings")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="where results go (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -73,6 +75,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.workloads == "all":
         args.workloads = ",".join(WORKLOADS)
     return args
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--spark-conf takes KEY=VALUE, not {text!r}")
+    return key, value
 
 
 def machine() -> dict[str, Any]:
@@ -93,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = args.out or build_dir() / "bench"
     root = run_dir("bench") / "data"
     shutil.rmtree(root, ignore_errors=True)
-    settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile)
+    settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
+                        spark_conf=dict(_setting(kv) for kv in args.spark_conf))  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

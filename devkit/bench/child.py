@@ -16,6 +16,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -45,8 +47,8 @@ SESSION_CONF = {
 }
 
 
-def start_spark(app: str, event_log: str | None) -> SparkSession:
-    conf = dict(SESSION_CONF)
+def start_spark(app: str, event_log: str | None, extra: dict[str, str] | None = None) -> SparkSession:
+    conf = SESSION_CONF | (extra or {})
     if event_log:
         Path(event_log).mkdir(parents=True, exist_ok=True)
         conf |= {"spark.eventLog.enabled": "true", "spark.eventLog.dir": event_log}
@@ -73,7 +75,7 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
     began = time.monotonic()
     me = psutil.Process()
     job = JobSpec(**spec["job"])
-    spark = start_spark(f"bench-{job.job}", spec.get("event_log"))
+    spark = start_spark(f"bench-{job.job}", spec.get("event_log"), spec.get("spark_conf"))
     timer = StepTimer() if spec.get("event_log") and job.job == "hudi_cdc" else None
     if spec.get("event_log"):
         label_actions(spark)
@@ -83,8 +85,13 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.monotonic()
     ends: list[tuple[float, float]] = [(t0, started_cpu)]
 
+    codegen = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics if spec.get("event_log") else None
+    compiles: list[int] = []
+
     def batch_end() -> None:
         ends.append((time.monotonic(), tree_cpu_seconds(me)))
+        if codegen is not None:  # classes Spark generated and compiled so far (cache misses)
+            compiles.append(int(codegen.METRIC_COMPILATION_TIME().getCount()))
 
     query = run_job(spark, job, batch_end)
     stream_wall = time.monotonic() - t0
@@ -93,6 +100,10 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
     run_id = str(query.runId)
     jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(run_id))
     other_jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+    threads = jvm_thread_cpu(spark) if spec.get("event_log") else {}
+    if threads:
+        own = me.cpu_times()
+        threads["(the Python driver, not the JVM)"] = own.user + own.system
     stop_spark(spark)
     steps = {"steps": timer.steps(), "profiled_batches": timer.batches} if timer is not None else {}
     return steps | {
@@ -110,7 +121,34 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
         "spark_jobs": jobs,
         "spark_jobs_outside_stream": other_jobs,
         "run_id": run_id,
-    }
+    } | ({"jvm_thread_cpu_s": threads, "codegen_compilations": compiles} if threads else {})
+
+
+def jvm_thread_cpu(spark: SparkSession) -> dict[str, float]:
+    """CPU seconds of the Spark JVM's threads so far, by thread kind (JIT, GC, tasks, driver...).
+
+    Linux only (/proc). Thread names lose their numbers so that e.g. every GC worker adds up.
+    """
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    if proc is None:
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    kinds: dict[str, float] = {}
+    for stat in Path(f"/proc/{proc.pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # the thread ended
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        kind = re.sub(r"[#\s-]*\d+$", "", name).strip() or name
+        kinds[kind] = kinds.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        kinds["(threads that ended)"] = (int(fields[11]) + int(fields[12])) / ticks - sum(kinds.values())
+    except OSError:
+        pass
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
 def _canonical(table: DataFrame) -> DataFrame:

@@ -228,3 +228,11 @@ def steps_text(steps: list[dict[str, Any]], batches: int) -> str:
              "batch(es) (waits for the JVM included)"]  # fmt: skip
     lines += [f"{s['cumulative_s']:>8.1f} s {s['calls']:>6} calls  {s['function']}" for s in steps]
     return "\n".join(lines)
+
+
+def threads_text(threads: dict[str, float], top: int = 12) -> str:
+    """The JVM's CPU by thread kind: executor tasks vs the driver's planning vs JIT and GC."""
+    total = sum(threads.values())
+    lines = [f"-- JVM CPU by thread kind: {total:.1f} s in all (start-up included)"]
+    lines += [f"{seconds:>8.1f} s  {kind}" for kind, seconds in list(threads.items())[:top]]
+    return "\n".join(lines)

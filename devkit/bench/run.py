@@ -51,6 +51,8 @@ class Settings:
     """Tables, checkpoints, specs and child logs of this run."""
     profile: bool = False
     """Write Spark event logs of the hudi_cdc and plain jobs and summarize them (`devkit.bench.profile`)."""
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    """Extra Spark settings of every job's session (never of the check)."""
 
 
 @dataclass
@@ -83,6 +85,11 @@ class Run:
                 found = profile.read(case_dir / f"{job}-run" / "eventlog")
                 print(profile.text(found, f"{case.name} {job}"), flush=True)
                 profiles[job] = profile.as_json(found)
+                if "jvm_thread_cpu_s" in child:
+                    print(profile.threads_text(child["jvm_thread_cpu_s"]), flush=True)
+                    profiles[job]["jvm_thread_cpu_s"] = child["jvm_thread_cpu_s"]
+                    profiles[job]["codegen_compilations"] = child["codegen_compilations"]
+                    print(f"-- generated classes compiled by the end of each batch: {child['codegen_compilations']}")
                 if "steps" in child:
                     print(profile.steps_text(child["steps"], child["profiled_batches"]), flush=True)
                     profiles[job]["steps"] = child["steps"]
@@ -125,7 +132,7 @@ class Run:
             job=job, bootstrap=self.kafka.bootstrap_servers, topic=topic, batch=batch,
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
         )  # fmt: skip
-        return {"kind": "job", "job": asdict(spec)}
+        return {"kind": "job", "job": asdict(spec), "spark_conf": self.settings.spark_conf}
 
     def child(self, spec: dict[str, Any], directory: Path, *, event_log: bool = False) -> tuple[dict[str, Any], TreeUsage]:
         """Run one child process on `spec`; what it reported and what its process tree used."""
