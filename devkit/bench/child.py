@@ -34,7 +34,7 @@ from devkit.bench.profile import StepTimer, label_actions
 from devkit.bench.workloads import DATA_COLUMNS, PARTITION_COLUMN, row
 from devkit.debezium import epoch_micros
 from hudi_cdc.logging_setup import configure
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.spark_session import get_or_create_session, jvm
 
 EXIT_DIFFERENT = 3
 """Exit code of `verify` when the tables differ from each other or from the source."""
@@ -85,7 +85,7 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.monotonic()
     ends: list[tuple[float, float]] = [(t0, started_cpu)]
 
-    codegen = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics if spec.get("event_log") else None
+    codegen = jvm(spark).org.apache.spark.metrics.source.CodegenMetrics if spec.get("event_log") else None
     compiles: list[int] = []
 
     def batch_end() -> None:
