@@ -76,18 +76,16 @@ class FoldResult:
     """Folded rows (one per touched key) and how to judge each event against them."""
 
     rows: DataFrame
-    """Key + table columns + _cdc_* state + __exists + __had_row + __changed + __final_*."""
+    """Key + table columns + _cdc_* state + __exists + __had_row + __changed + __final_* + __stored_*."""
     events: DataFrame
-    stored: DataFrame
     columns: list[str]
     key: list[str]
-    soft: bool
     floor: str = ""
     """The remembered truncate order: events at or before it are late."""
 
     def outcomes_for(self, rows: DataFrame) -> DataFrame:
         """Outcomes judged against `rows` (pass a persisted copy of `rows` to avoid refolding)."""
-        return _outcomes(self.events, rows, self.stored, self.columns, self.key, self.soft, self.floor)
+        return _outcomes(self.events, rows, self.columns, self.key, self.floor)
 
 
 def _stored_as_writes(stored: DataFrame, columns: list[str], soft: bool) -> DataFrame:
@@ -143,8 +141,9 @@ def _newest_writes(writes: DataFrame, columns: list[str], key: list[str]) -> Dat
         F.max(_DEL).alias(_DEL),
         # the newest write of each column: struct ordering compares the order first
         *[
-            F.max(F.when(F.col(_ord(c)).isNotNull(), F.struct(F.col(_ord(c)).alias("o"), F.col(c).alias("v"))))
-            .alias(f"__w__{c}")
+            F.max(
+                F.when(F.col(_ord(c)).isNotNull(), F.struct(F.col(_ord(c)).alias("o"), F.col(c).alias("v")))
+            ).alias(f"__w__{c}")
             for c in columns
             if c not in key
         ],
@@ -154,6 +153,11 @@ def _newest_writes(writes: DataFrame, columns: list[str], key: list[str]) -> Dat
         F.max(F.when(F.col(_IS_STORED), _signature(F.col(_DEL), [F.col(_ord(c)) for c in columns]))).alias(
             _STORED_SIG
         ),
+        # the stored state itself (a key has at most one stored row), so that judging the events
+        # later needs no second read of the stored rows
+        F.max(F.when(F.col(_IS_STORED), F.array(*[F.col(_ord(c)) for c in columns]))).alias(_STORED_ORDERS),
+        F.max(F.when(F.col(_IS_STORED), F.col(_DEL))).alias(_STORED_DEL),
+        F.max(F.when(F.col(_IS_STORED), F.col(ORDER))).alias(_STORED_R),
     ]
     return writes.groupBy(*key).agg(*aggs)
 
@@ -170,7 +174,8 @@ def _final_rows(
     trunc_order = F.lit(truncation.order if truncation else _NEVER)
     final_del = F.greatest(F.col(_DEL), trunc_order)
     order_of: dict[str, Column] = {
-        c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER)) for c in columns
+        c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER))
+        for c in columns
     }
     live = {c: order_of[c] > F.col(_FINAL_DEL) for c in columns}
     exists = F.lit(False)
@@ -217,6 +222,9 @@ def _final_rows(
             changed.alias(CHANGED),
             F.col(_FINAL_DEL),
             _orders_map(columns, order_of).alias(_FINAL_ORDERS),
+            F.col(_STORED_ORDERS),
+            F.col(_STORED_DEL),
+            F.col(_STORED_R),
         )
     )
 
@@ -253,32 +261,25 @@ def fold(
     return FoldResult(
         rows=rows,
         events=events,
-        stored=stored,
         columns=columns,
         key=key,
-        soft=soft_deletes,
         floor=remembered.order if remembered else _NEVER,
     )
 
 
 def _outcomes(
-    events: DataFrame,
-    rows: DataFrame,
-    stored: DataFrame,
-    columns: list[str],
-    key: list[str],
-    soft: bool,
-    floor: str,
+    events: DataFrame, rows: DataFrame, columns: list[str], key: list[str], floor: str
 ) -> DataFrame:
-    """Judge every event: duplicate, late, deleted, collapsed or applied (spec §3, §6)."""
-    stored_writes = _stored_as_writes(stored, columns, soft)
-    stored_state = stored_writes.select(
-        *key,
-        _orders_map(columns, {c: F.col(_ord(c)) for c in columns}).alias(_STORED_ORDERS),
-        F.col(_DEL).alias(_STORED_DEL),
-        F.col(ORDER).alias(_STORED_R),
-    )
-    final = rows.select(*key, F.col(_FINAL_ORDERS), F.col(_FINAL_DEL))
+    """Judge every event: duplicate, late, deleted, collapsed or applied (spec §3, §6).
+
+    The state before the batch (`__stored_*`) and after it (`__final_*`) both come from the
+    folded rows: every event's key has exactly one.
+    """
+    stored_orders = F.map_from_arrays(F.array(*[F.lit(c) for c in columns]), F.col(_STORED_ORDERS))
+    final = rows.select(
+        *key, F.col(_FINAL_ORDERS), F.col(_FINAL_DEL), stored_orders.alias(_STORED_ORDERS),
+        F.col(_STORED_DEL), F.col(_STORED_R),
+    )  # fmt: skip
     o = F.col(ORDER)
     present = F.col(PRESENT)
     # a remembered truncate is a delete every key has seen, stored or not
@@ -306,8 +307,6 @@ def _outcomes(
         .when(wins, F.lit(Outcome.APPLIED.value))
         .otherwise(F.lit(Outcome.COLLAPSED.value))
     )
-    return (
-        events.join(stored_state, on=key, how="left")
-        .join(final, on=key, how="left")
-        .select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome"))
+    return events.join(final, on=key, how="left").select(
+        KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome")
     )

@@ -265,7 +265,7 @@ def _change_envelope(records: DataFrame, table: TableConfig, envelopes: list[str
     records = (
         records.withColumn(_PAYLOAD, F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON)))
         .withColumn(_PROFILE, _profile(table, envelopes))
-        .withColumn(_TOP, F.from_json(F.col(_PAYLOAD), _top_level(table, types)))
+        .withColumn(_TOP, _parsed_or_null(F.col(_PAYLOAD), _top_level(table, types)))
     )
     if table.mode == "patch":
         env = F.struct(
@@ -284,6 +284,11 @@ def _change_envelope(records: DataFrame, table: TableConfig, envelopes: list[str
         .withColumn(_IMAGE, image)
         .withColumn(_RAW, F.from_json(F.col(_IMAGE), "map<string,string>"))
     )
+
+
+def _parsed_or_null(text: Column, schema: StructType) -> Column:
+    """`from_json(text, schema)`, or a NULL of that type when it has no fields (parsing would find nothing)."""
+    return F.from_json(text, schema) if schema.fields else F.lit(None).cast(schema)
 
 
 def _key_payload() -> Column:

@@ -8,7 +8,7 @@ state did not change are not written at all.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -17,15 +17,35 @@ from hudi_cdc.config import TableConfig
 from hudi_cdc.events import DELETED, HOODIE_IS_DELETED, INGESTED_AT
 from hudi_cdc.stored_state import stored_columns
 
+UPSERT = "write:upsert"
+DELETE = "write:delete"
+"""Labels of `write_kind`: a folded row written as an upsert, or as a Hudi delete."""
+
+
+def _written(table: TableConfig) -> Column:
+    """Which folded rows are written: changed ones, and on hard-delete tables only keys that exist or existed."""
+    if table.deletes == "hard":
+        # a key that existed and no longer does is removed; one that never existed is not written
+        return F.col(CHANGED) & (F.col(EXISTS) | F.col(HAD_ROW))
+    return F.col(CHANGED)
+
+
+def write_kind(table: TableConfig) -> Column:
+    """UPSERT or DELETE for a folded row `rows_to_write` writes, NULL for one it does not.
+
+    Lets the caller count the write in the same job as the outcomes, from the persisted fold,
+    instead of counting the written rows once more before the write.
+    """
+    deleted = ~F.col(EXISTS) if table.deletes == "hard" else F.lit(False)
+    return F.when(_written(table), F.when(deleted, F.lit(DELETE)).otherwise(F.lit(UPSERT)))
+
 
 def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:
     """The upserts (and, on hard-delete tables, `_hoodie_is_deleted` rows) for one batch."""
-    changed = folded.filter(F.col(CHANGED))
-    if table.deletes == "hard":
-        # a key that existed and no longer does is removed; one that never existed is not written
-        changed = changed.filter(F.col(EXISTS) | F.col(HAD_ROW))
-    out = changed.withColumn(INGESTED_AT, F.current_timestamp())
+    out = folded.filter(_written(table)).withColumn(INGESTED_AT, F.current_timestamp())
     if table.deletes == "soft":
         out = out.withColumn(DELETED, ~F.col(EXISTS))
         return out.select(*stored_columns(schema, table))
-    return out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(*stored_columns(schema, table), HOODIE_IS_DELETED)
+    return out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(
+        *stored_columns(schema, table), HOODIE_IS_DELETED
+    )

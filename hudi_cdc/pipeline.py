@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from hudi_cdc import dead_letter
 from hudi_cdc.avro.registry import fetcher_for
 from hudi_cdc.avro.wire import avro_as_json, uses_avro
-from hudi_cdc.collapse import Truncation, fold
+from hudi_cdc.collapse import FoldResult, Truncation, fold
 from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError
@@ -27,7 +27,8 @@ from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_table
-from hudi_cdc.merge import rows_to_write
+from hudi_cdc.hudi.writer import RowCounts
+from hudi_cdc.merge import DELETE, UPSERT, rows_to_write, write_kind
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
 from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata
 from hudi_cdc.progress import Mark, Progress, counts_of
@@ -170,7 +171,9 @@ def _halves(part: DataFrame) -> list[DataFrame]:
     return [part.filter(F.col("offset") <= middle), part.filter(F.col("offset") > middle)]
 
 
-def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+def _run_table(
+    records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext
+) -> TableMetrics:
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
     spark = records.sparkSession
     stored = read_table(spark, table.base_path)
@@ -222,15 +225,14 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         )
         # the fold result feeds both the counts and the write: compute it once
         folded = result.rows.persist()
-        for row in result.outcomes_for(folded).groupBy("outcome").count().collect():
-            metrics.add(Outcome(row["outcome"]), int(row["count"]))
+        written = _count_outcomes(result, folded, table, metrics)
         if truncation is not None:
             metrics.deleted += counted.truncates
         newest_truncate = max((t for t in (truncation, remembered) if t), key=lambda t: t.order, default=None)
         marks, metrics.behind_watermark = _batch_marks(counted, kafka), counted.behind_watermark
         progress = previous.after(counts_of(metrics), marks)
         began = time.monotonic()
-        written = writer.write(
+        commit = writer.write(
             rows_to_write(folded, schema, table),
             table=table.name,
             base_path=table.base_path,
@@ -243,10 +245,11 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
                 progress=progress,
                 truncate=asdict(newest_truncate) if newest_truncate else None,
             ),
+            counts=written,
         )
-        metrics.upserted_rows, metrics.deleted_rows = written.upserted, written.deleted
-        metrics.commit_time = written.commit_time
-        if written.commit_time:
+        metrics.upserted_rows, metrics.deleted_rows = commit.upserted, commit.deleted
+        metrics.commit_time = commit.commit_time
+        if commit.commit_time:
             metrics.watermark_ts_ms = progress.watermark_ts_ms
             metrics.commit_seconds = time.monotonic() - began
         return metrics
@@ -254,6 +257,22 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         decoded.parsed.unpersist()
         if folded is not None:
             folded.unpersist()
+
+
+def _count_outcomes(
+    result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics
+) -> RowCounts:
+    """Count every event's outcome into `metrics`, and return what the write will write: one Spark job."""
+    labels = (
+        result.outcomes_for(folded)
+        .select(F.col("outcome").alias("label"))
+        .unionByName(folded.select(write_kind(table).alias("label")).filter(F.col("label").isNotNull()))
+    )
+    by_label = {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
+    for label, count in by_label.items():
+        if label not in (UPSERT, DELETE):
+            metrics.add(Outcome(label), count)
+    return RowCounts(upserted=by_label.get(UPSERT, 0), deleted=by_label.get(DELETE, 0))
 
 
 def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataFrame:
@@ -264,7 +283,9 @@ def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataF
     return avro_as_json(records, table, fetcher_for(registry))
 
 
-def _count_unapplied(decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext) -> None:
+def _count_unapplied(
+    decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext
+) -> None:
     """Count skipped records; dead-letter and count rejects."""
     metrics.skipped = counted.skipped
     if metrics.skipped:
@@ -308,7 +329,9 @@ def _as_committed(
 def _batch_marks(counted: DecodedTally, kafka: KafkaRange) -> dict[str, dict[str, Mark]]:
     """Per topic partition, the newest source time of the batch's events and its last offset."""
     return {
-        topic: {p: Mark(ts_ms=counted.newest_ts_ms.get((topic, p)), offset=last) for p, last in partitions.items()}
+        topic: {
+            p: Mark(ts_ms=counted.newest_ts_ms.get((topic, p)), offset=last) for p, last in partitions.items()
+        }
         for topic, partitions in kafka.last.items()
     }
 
@@ -328,6 +351,8 @@ def _split_truncates(
         return events, None, 0
     changes = events.filter(F.col(OP) != Op.TRUNCATE.value)
     if table.truncate == "ignore":
-        log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates)
+        log.warning(
+            "table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates
+        )
         return changes, None, counted.truncates
     return changes, newest, 0

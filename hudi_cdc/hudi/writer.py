@@ -17,6 +17,14 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class RowCounts:
+    """How many rows a write upserts and deletes (`_hoodie_is_deleted`)."""
+
+    upserted: int
+    deleted: int
+
+
+@dataclass(frozen=True)
 class WriteResult:
     """What one write did."""
 
@@ -48,11 +56,12 @@ def write(
     options: dict[str, str],
     commit_metadata: dict[str, str],
     trailing_columns: Sequence[str] = (),
+    counts: RowCounts | None = None,
 ) -> WriteResult:
     """Upsert `rows` (deletes flagged by `_hoodie_is_deleted`) as one Hudi commit.
 
     Commit order (the Kafka position moves only after this returns, see stream.py):
-    1. count what will be written (cached, so the write reuses it);
+    1. count what will be written, unless the caller knows (`counts`, from rows it persisted);
     2. write: Hudi commits data and the commit metadata (Kafka offsets) atomically;
     3. read back the instant of that commit.
 
@@ -61,23 +70,37 @@ def write(
     spark = rows.sparkSession
     if trailing_columns:
         rows = rows.select(*[c for c in rows.columns if c not in trailing_columns], *trailing_columns)
-    rows = rows.persist()
+    cached = counts is None
+    if cached:
+        rows = rows.persist()  # counted here, then written: compute it once
     try:
-        deleted_expr = F.col(HOODIE_IS_DELETED) if HOODIE_IS_DELETED in rows.columns else F.lit(False)
-        counts = rows.agg(
-            F.count(F.lit(1)).alias("n"), F.sum(deleted_expr.cast("int")).alias("deleted")
-        ).first()
-        total = int(counts["n"]) if counts else 0
-        deleted = int(counts["deleted"] or 0) if counts else 0
-        if total == 0:
+        counts = counts or _count(rows)
+        if counts.upserted + counts.deleted == 0:
             return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
         if table_exists(spark, base_path):
             # archive only what no reader needs (see hudi_cdc.hudi.retention)
             options = options | retention.archival_options(spark, base_path)
-        (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
+        (
+            rows.write.format("hudi")
+            .options(**options)
+            .options(**commit_metadata)
+            .mode("append")
+            .save(base_path)
+        )
         commit = latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)
-        log.info("table %s: committed %s (%d upserts, %d deletes)", table, commit, total - deleted, deleted)
-        return WriteResult(table=table, upserted=total - deleted, deleted=deleted, commit_time=commit)
+        log.info(
+            "table %s: committed %s (%d upserts, %d deletes)", table, commit, counts.upserted, counts.deleted
+        )
+        return WriteResult(table=table, upserted=counts.upserted, deleted=counts.deleted, commit_time=commit)
     finally:
-        rows.unpersist()
+        if cached:
+            rows.unpersist()
+
+
+def _count(rows: DataFrame) -> RowCounts:
+    deleted_expr = F.col(HOODIE_IS_DELETED) if HOODIE_IS_DELETED in rows.columns else F.lit(False)
+    counts = rows.agg(F.count(F.lit(1)).alias("n"), F.sum(deleted_expr.cast("int")).alias("deleted")).first()
+    total = int(counts["n"]) if counts else 0
+    deleted = int(counts["deleted"] or 0) if counts else 0
+    return RowCounts(upserted=total - deleted, deleted=deleted)
