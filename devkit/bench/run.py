@@ -89,7 +89,9 @@ class Run:
                     print(profile.threads_text(child["jvm_thread_cpu_s"]), flush=True)
                     profiles[job]["jvm_thread_cpu_s"] = child["jvm_thread_cpu_s"]
                     profiles[job]["codegen_compilations"] = child["codegen_compilations"]
-                    print(f"-- generated classes compiled by the end of each batch: {child['codegen_compilations']}")
+                    profiles[job]["codegen_compile_ms"] = child["codegen_compile_ms"]
+                    print(f"-- generated classes compiled by the end of each batch: {child['codegen_compilations']}, "
+                          f"compile ms so far: {[round(ms) for ms in child['codegen_compile_ms']]}")  # fmt: skip
                 if "steps" in child:
                     print(profile.steps_text(child["steps"], child["profiled_batches"]), flush=True)
                     profiles[job]["steps"] = child["steps"]
