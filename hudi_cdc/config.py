@@ -235,6 +235,8 @@ class JobConfig(_Frozen):
     """A continuous run serves Prometheus metrics on http://<driver>:<port>/metrics; None: off."""
     metrics_textfile: str | None = None
     """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
+    table_concurrency: int = Field(default=1, ge=1, le=64)
+    """Tables of one batch processed at once, each in its own driver thread of the same Spark application; 1: one after another."""
 
 
 class Config(_Frozen):

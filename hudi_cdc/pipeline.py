@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
+from typing import TypeVar
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.util import inheritable_thread_target
 
 from hudi_cdc import dead_letter
 from hudi_cdc.avro.registry import fetcher_for
@@ -39,6 +44,9 @@ from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
 from hudi_cdc.tally import DecodedTally, TableRecords, survey, survey_table, tally
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 MAX_ISOLATED_RECORDS = 20
 """Records a table may lose to failure isolation in one batch before the job stops instead."""
@@ -71,14 +79,35 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 ),
                 ctx,
             )
-        for table in ctx.config.tables:
-            if table.name in received:
-                records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
-                metrics.tables.append(_run_table_isolating(records, received[table.name], table, ctx))
+        present = [table for table in ctx.config.tables if table.name in received]
+
+        def one_table(table: TableConfig) -> TableMetrics:
+            records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
+            return _run_table_isolating(records, received[table.name], table, ctx)
+
+        metrics.tables.extend(each_table(one_table, present, ctx.config.job.table_concurrency))
     finally:
         routed.unpersist()
     metrics.seconds = time.monotonic() - started
     return metrics
+
+
+def each_table(apply: Callable[[T], R], tables: list[T], concurrency: int) -> list[R]:
+    """`apply` to every table, at most `concurrency` at once, results in table order.
+
+    Why threads: a table's batch is mostly driver work (planning, Hudi's commit) waiting on
+    Spark jobs; while one table plans, another's tasks use the executors, and Spark schedules
+    the jobs of concurrent threads side by side. A failure is raised once every started table
+    has finished, so no table's commit is cut off halfway.
+    """
+    if concurrency <= 1 or len(tables) <= 1:
+        return [apply(table) for table in tables]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(tables)), thread_name_prefix="hudi-cdc-table") as pool:
+        # each table's thread gets its own copy of this thread's Spark local properties (job group,
+        # scheduler pool): wrapping clones them, so one wrap per table
+        futures = [pool.submit(inheritable_thread_target(apply), table) for table in tables]
+        wait(futures)
+    return [future.result() for future in futures]
 
 
 def _run_table_isolating(
@@ -336,10 +365,15 @@ def _batch_marks(counted: DecodedTally, kafka: KafkaRange) -> dict[str, dict[str
     }
 
 
+_DEAD_LETTER_WRITES = threading.Lock()
+"""Concurrent tables append to one dead-letter folder; Spark's file commit is not safe for two at once."""
+
+
 def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
-    dead_letter.store(
-        rejects, path=ctx.config.job.dead_letter_path, job=ctx.config.job.name, batch_id=ctx.batch_id
-    )
+    with _DEAD_LETTER_WRITES:
+        dead_letter.store(
+            rejects, path=ctx.config.job.dead_letter_path, job=ctx.config.job.name, batch_id=ctx.batch_id
+        )
 
 
 def _split_truncates(

@@ -36,6 +36,8 @@ class Job:
     created: set[str] = field(default_factory=set)
     metastore_uris: str | None = None
     schema_registry: dict[str, Any] | None = None
+    job_settings: dict[str, Any] = field(default_factory=dict)
+    """`job:` settings of every run (e.g. `table_concurrency`)."""
 
     @property
     def database(self) -> str:
@@ -56,6 +58,7 @@ class Job:
                 "checkpoint_dir": str(self.root / self.checkpoint),
                 "dead_letter_path": str(self.root / "dead_letter"),
                 "metastore_uris": self.metastore_uris,
+                **self.job_settings,
                 **(job or {}),
             },
             "routes": [{"topic": self.topic(t["name"]), "table": t["name"]} for t in self.tables],

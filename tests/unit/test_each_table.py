@@ -1,0 +1,62 @@
+"""pipeline.each_table: tables of one batch applied at most N at once, results in table order."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from hudi_cdc.pipeline import each_table
+
+
+class _Gauge:
+    """How many calls run at once, and the most seen."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+        self.finished: list[str] = []
+
+    def run(self, name: str, seconds: float) -> str:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(seconds)
+        with self.lock:
+            self.now -= 1
+            self.finished.append(name)
+        return name.upper()
+
+
+def test_tables_run_concurrently_up_to_the_bound_and_results_keep_table_order() -> None:
+    gauge = _Gauge()
+    tables = ["a", "b", "c", "d", "e", "f"]
+    # earlier tables take longer, so they finish after later ones
+    pause = {t: 0.3 - 0.04 * i for i, t in enumerate(tables)}
+    got = each_table(lambda t: gauge.run(t, pause[t]), tables, concurrency=3)
+    assert got == ["A", "B", "C", "D", "E", "F"]
+    assert gauge.most == 3
+    assert gauge.finished != tables  # they did overlap
+
+
+def test_concurrency_one_runs_tables_one_after_another() -> None:
+    gauge = _Gauge()
+    tables = ["a", "b", "c"]
+    assert each_table(lambda t: gauge.run(t, 0.05), tables, concurrency=1) == ["A", "B", "C"]
+    assert gauge.most == 1
+    assert gauge.finished == tables
+
+
+def test_a_failing_table_raises_after_every_other_table_finished() -> None:
+    gauge = _Gauge()
+
+    def apply(table: str) -> str:
+        if table == "a":
+            raise RuntimeError("table a failed")
+        return gauge.run(table, 0.2)
+
+    with pytest.raises(RuntimeError, match="table a failed"):
+        each_table(apply, ["a", "b", "c"], concurrency=2)
+    assert sorted(gauge.finished) == ["b", "c"]
