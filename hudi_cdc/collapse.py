@@ -141,9 +141,8 @@ def _newest_writes(writes: DataFrame, columns: list[str], key: list[str]) -> Dat
         F.max(_DEL).alias(_DEL),
         # the newest write of each column: struct ordering compares the order first
         *[
-            F.max(
-                F.when(F.col(_ord(c)).isNotNull(), F.struct(F.col(_ord(c)).alias("o"), F.col(c).alias("v")))
-            ).alias(f"__w__{c}")
+            F.max(F.when(F.col(_ord(c)).isNotNull(), F.struct(F.col(_ord(c)).alias("o"), F.col(c).alias("v"))))
+            .alias(f"__w__{c}")
             for c in columns
             if c not in key
         ],
@@ -174,8 +173,7 @@ def _final_rows(
     trunc_order = F.lit(truncation.order if truncation else _NEVER)
     final_del = F.greatest(F.col(_DEL), trunc_order)
     order_of: dict[str, Column] = {
-        c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER))
-        for c in columns
+        c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER)) for c in columns
     }
     live = {c: order_of[c] > F.col(_FINAL_DEL) for c in columns}
     exists = F.lit(False)
@@ -267,9 +265,7 @@ def fold(
     )
 
 
-def _outcomes(
-    events: DataFrame, rows: DataFrame, columns: list[str], key: list[str], floor: str
-) -> DataFrame:
+def _outcomes(events: DataFrame, rows: DataFrame, columns: list[str], key: list[str], floor: str) -> DataFrame:
     """Judge every event: duplicate, late, deleted, collapsed or applied (spec §3, §6).
 
     The state before the batch (`__stored_*`) and after it (`__final_*`) both come from the
@@ -307,6 +303,7 @@ def _outcomes(
         .when(wins, F.lit(Outcome.APPLIED.value))
         .otherwise(F.lit(Outcome.COLLAPSED.value))
     )
-    return events.join(final, on=key, how="left").select(
-        KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome")
+    return (
+        events.join(final, on=key, how="left")
+        .select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome"))
     )

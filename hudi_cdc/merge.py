@@ -46,6 +46,4 @@ def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig) -> 
     if table.deletes == "soft":
         out = out.withColumn(DELETED, ~F.col(EXISTS))
         return out.select(*stored_columns(schema, table))
-    return out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(
-        *stored_columns(schema, table), HOODIE_IS_DELETED
-    )
+    return out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(*stored_columns(schema, table), HOODIE_IS_DELETED)

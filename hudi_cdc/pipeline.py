@@ -200,9 +200,7 @@ def _halves(part: DataFrame) -> list[DataFrame]:
     return [part.filter(F.col("offset") <= middle), part.filter(F.col("offset") > middle)]
 
 
-def _run_table(
-    records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext
-) -> TableMetrics:
+def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
     spark = records.sparkSession
     stored = read_table(spark, table.base_path)
@@ -288,9 +286,7 @@ def _run_table(
             folded.unpersist()
 
 
-def _count_outcomes(
-    result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics
-) -> RowCounts:
+def _count_outcomes(result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics) -> RowCounts:
     """Count every event's outcome into `metrics`, and return what the write will write: one Spark job."""
     labels = (
         result.outcomes_for(folded)
@@ -312,9 +308,7 @@ def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataF
     return avro_as_json(records, table, fetcher_for(registry))
 
 
-def _count_unapplied(
-    decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext
-) -> None:
+def _count_unapplied(decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext) -> None:
     """Count skipped records; dead-letter and count rejects."""
     metrics.skipped = counted.skipped
     if metrics.skipped:
@@ -358,9 +352,7 @@ def _as_committed(
 def _batch_marks(counted: DecodedTally, kafka: KafkaRange) -> dict[str, dict[str, Mark]]:
     """Per topic partition, the newest source time of the batch's events and its last offset."""
     return {
-        topic: {
-            p: Mark(ts_ms=counted.newest_ts_ms.get((topic, p)), offset=last) for p, last in partitions.items()
-        }
+        topic: {p: Mark(ts_ms=counted.newest_ts_ms.get((topic, p)), offset=last) for p, last in partitions.items()}
         for topic, partitions in kafka.last.items()
     }
 
@@ -385,8 +377,6 @@ def _split_truncates(
         return events, None, 0
     changes = events.filter(F.col(OP) != Op.TRUNCATE.value)
     if table.truncate == "ignore":
-        log.warning(
-            "table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates
-        )
+        log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates)
         return changes, None, counted.truncates
     return changes, newest, 0

@@ -80,18 +80,10 @@ def write(
         if table_exists(spark, base_path):
             # archive only what no reader needs (see hudi_cdc.hudi.retention)
             options = options | retention.archival_options(spark, base_path)
-        (
-            rows.write.format("hudi")
-            .options(**options)
-            .options(**commit_metadata)
-            .mode("append")
-            .save(base_path)
-        )
+        (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)
-        log.info(
-            "table %s: committed %s (%d upserts, %d deletes)", table, commit, counts.upserted, counts.deleted
-        )
+        log.info("table %s: committed %s (%d upserts, %d deletes)", table, commit, counts.upserted, counts.deleted)
         return WriteResult(table=table, upserted=counts.upserted, deleted=counts.deleted, commit_time=commit)
     finally:
         if cached:
