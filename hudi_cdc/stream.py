@@ -23,6 +23,7 @@ from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
+from hudi_cdc.hudi.recovery import recover_table_config
 from hudi_cdc.hudi.table import table_version
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.pipeline import BatchContext, run_batch
@@ -65,10 +66,11 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
 
     1. Route patterns compile in the JVM (Spark's Kafka source uses java.util.regex).
     2. Every base path that exists is a Hudi table, on any file system (Hadoop FileSystem).
-    3. No existing table is at a higher Hudi table version than its `table_version` (Hudi never
+    3. A table config a crash left broken is repaired (`hudi.recovery`).
+    4. No existing table is at a higher Hudi table version than its `table_version` (Hudi never
        downgrades: measured, a version-9 table keeps being written at 9 with `table_version: 6`).
        A lower one is upgraded at the next commit (measured: 6 -> 9), logged as a warning.
-    4. Kafka answers within `kafka.connect_timeout`.
+    5. Kafka answers within `kafka.connect_timeout`.
     """
     from hudi_cdc.spark_session import hadoop_conf, jvm
 
@@ -77,6 +79,8 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     if problems:
         raise ConfigError(source, [f"routes: {p}" for p in problems])
     check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
+    for table in config.tables:
+        recover_table_config(spark, table.base_path)
     problems = version_problems(spark, config)
     if problems:
         raise ConfigError(source, problems)
