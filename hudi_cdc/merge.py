@@ -20,6 +20,8 @@ from hudi_cdc.stored_state import stored_columns
 UPSERT = "write:upsert"
 DELETE = "write:delete"
 """Labels of `write_kind`: a folded row written as an upsert, or as a Hudi delete."""
+NEW_KEY = "write:new-key"
+"""Label of `new_key`: a written row whose key has no stored row."""
 
 
 def _written(table: TableConfig) -> Column:
@@ -38,6 +40,14 @@ def write_kind(table: TableConfig) -> Column:
     """
     deleted = ~F.col(EXISTS) if table.deletes == "hard" else F.lit(False)
     return F.when(_written(table), F.when(deleted, F.lit(DELETE)).otherwise(F.lit(UPSERT)))
+
+
+def new_key(table: TableConfig) -> Column:
+    """NEW_KEY for a folded row `rows_to_write` writes whose key the table does not hold, NULL otherwise.
+
+    When every written row is of a new key, Hudi need not look the keys up (see `writer.operation`).
+    """
+    return F.when(_written(table) & ~F.col(HAD_ROW), F.lit(NEW_KEY))
 
 
 def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:

@@ -33,7 +33,7 @@ from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.hudi.writer import RowCounts
-from hudi_cdc.merge import DELETE, UPSERT, rows_to_write, write_kind
+from hudi_cdc.merge import DELETE, NEW_KEY, UPSERT, new_key, rows_to_write, write_kind
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
 from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata
 from hudi_cdc.progress import Mark, Progress, counts_of
@@ -263,7 +263,11 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
             rows_to_write(folded, schema, table),
             table=table.name,
             base_path=table.base_path,
-            options=write_options(table),
+            options=write_options(
+                table,
+                operation=writer.operation(written, table_exists=stored is not None),
+                parallelism=spark.sparkContext.defaultParallelism,
+            ),
             trailing_columns=trailing_columns(table),
             commit_metadata=commit_metadata(
                 job=ctx.config.job.name,
@@ -288,16 +292,14 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
 
 def _count_outcomes(result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics) -> RowCounts:
     """Count every event's outcome into `metrics`, and return what the write will write: one Spark job."""
-    labels = (
-        result.outcomes_for(folded)
-        .select(F.col("outcome").alias("label"))
-        .unionByName(folded.select(write_kind(table).alias("label")).filter(F.col("label").isNotNull()))
-    )
+    labels = result.outcomes_for(folded).select(F.col("outcome").alias("label"))
+    for write_label in (write_kind(table), new_key(table)):
+        labels = labels.unionByName(folded.select(write_label.alias("label")).filter(F.col("label").isNotNull()))
     by_label = {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
     for label, count in by_label.items():
-        if label not in (UPSERT, DELETE):
+        if label not in (UPSERT, DELETE, NEW_KEY):
             metrics.add(Outcome(label), count)
-    return RowCounts(upserted=by_label.get(UPSERT, 0), deleted=by_label.get(DELETE, 0))
+    return RowCounts(upserted=by_label.get(UPSERT, 0), deleted=by_label.get(DELETE, 0), new_keys=by_label.get(NEW_KEY, 0))
 
 
 def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataFrame:

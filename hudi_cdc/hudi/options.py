@@ -13,7 +13,10 @@ from hudi_cdc.hudi.compaction import COMPACTION_KEYS, compaction_options
 TABLE_NAME = "hoodie.table.name"
 TABLE_TYPE = "hoodie.datasource.write.table.type"
 OPERATION = "hoodie.datasource.write.operation"
-OPERATION_DEFAULT = "upsert"
+OPERATION_UPSERT = "upsert"
+OPERATION_INSERT = "insert"
+OPERATION_BULK_INSERT = "bulk_insert"
+BULK_INSERT_SORT_MODE = "hoodie.bulkinsert.sort.mode"
 RECORD_KEY = "hoodie.datasource.write.recordkey.field"
 PARTITION_PATH = "hoodie.datasource.write.partitionpath.field"
 KEY_GENERATOR = "hoodie.datasource.write.keygenerator.class"
@@ -44,6 +47,7 @@ PARALLELISM_KEYS = (
     "hoodie.insert.shuffle.parallelism",
     "hoodie.delete.shuffle.parallelism",
     "hoodie.finalize.write.parallelism",
+    "hoodie.bulkinsert.shuffle.parallelism",
 )
 
 _KEYGEN = "org.apache.hudi.keygen."
@@ -84,12 +88,16 @@ def trailing_columns(table: TableConfig) -> tuple[str, ...]:
     return ()
 
 
-def write_options(table: TableConfig, *, parallelism: int = 2) -> dict[str, str]:
-    """Hudi datasource options for upserting folded rows into `table`."""
+def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, parallelism: int = 2) -> dict[str, str]:
+    """Hudi datasource options for writing folded rows into `table` (`operation`: see `writer.operation`).
+
+    `parallelism`: tasks of Hudi's shuffles and of the file writes; the job passes Spark's default
+    parallelism (the executors' cores), so a cluster writes with all of them.
+    """
     options = {
         TABLE_NAME: table.name,
         TABLE_TYPE: table.type,
-        OPERATION: OPERATION_DEFAULT,
+        OPERATION: operation,
         RECORD_KEY: ",".join(table.key),
         PARTITION_PATH: ",".join(table.partition_by),
         KEY_GENERATOR: key_generator(table),
@@ -101,6 +109,8 @@ def write_options(table: TableConfig, *, parallelism: int = 2) -> dict[str, str]
         INDEX_TYPE: "GLOBAL_SIMPLE" if table.partition_by else "SIMPLE",
         SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true",
         COMPRESSION_CODEC: COMPRESSION_CODEC_DEFAULT,
+        # a bulk insert keeps the fold's partitioning (coalesced to `parallelism`): no sort
+        BULK_INSERT_SORT_MODE: "NONE",
         NULL_FOR_MISSING_COLUMNS: "true",
         CLEANER_COMMITS_RETAINED: CLEANER_COMMITS_RETAINED_DEFAULT,
         # archival kept well above cleaning: engines that cannot read an archived timeline keep working

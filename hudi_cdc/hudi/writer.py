@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from hudi_cdc.events import HOODIE_IS_DELETED
 from hudi_cdc.hudi import fs, retention
+from hudi_cdc.hudi.options import OPERATION_BULK_INSERT, OPERATION_INSERT, OPERATION_UPSERT
 from hudi_cdc.hudi.table import latest_commit, table_exists
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,25 @@ class RowCounts:
 
     upserted: int
     deleted: int
+    new_keys: int | None = None
+    """Of those, rows whose key the table does not hold yet (None: not known)."""
+
+
+def operation(counts: RowCounts, *, table_exists: bool) -> str:
+    """The Hudi write operation that gives the same table as an upsert of these rows, at the least cost.
+
+    - no table yet: `bulk_insert`. The fold made every key unique, so the rows are written as
+      they are (Hudi's row writer): no index lookup, no workload profile, no Avro records.
+    - only keys the table does not hold (the fold read every stored row of the touched keys):
+      `insert`. It skips the index lookup, which reads the keys of every file of the table, and
+      still packs the rows into small files.
+    - otherwise `upsert`.
+    """
+    if not table_exists:
+        return OPERATION_BULK_INSERT
+    if counts.new_keys is not None and counts.new_keys == counts.upserted + counts.deleted:
+        return OPERATION_INSERT
+    return OPERATION_UPSERT
 
 
 @dataclass(frozen=True)

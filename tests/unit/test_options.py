@@ -1,4 +1,4 @@
-"""Table config -> Hudi write options: the table version and the column order of version-6 MOR tables."""
+"""Table config -> Hudi write options: the operation, the table version and the column order of version-6 MOR tables."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 
 from hudi_cdc.config import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.hudi.options import WRITE_TABLE_VERSION, trailing_columns, write_options
+from hudi_cdc.hudi.options import OPERATION, WRITE_TABLE_VERSION, trailing_columns, write_options
+from hudi_cdc.hudi.writer import RowCounts, operation
 
 
 def _table(**fields: object) -> TableConfig:
@@ -20,6 +21,29 @@ def _table(**fields: object) -> TableConfig:
 )
 def test_write_options_name_the_table_version(fields: dict[str, object], version: str) -> None:
     assert write_options(_table(**fields))[WRITE_TABLE_VERSION] == version
+
+
+@pytest.mark.parametrize(
+    ("counts", "exists", "expected"),
+    [
+        (RowCounts(upserted=5, deleted=0, new_keys=5), False, "bulk_insert"),
+        (RowCounts(upserted=5, deleted=0, new_keys=5), True, "insert"),
+        (RowCounts(upserted=5, deleted=0, new_keys=4), True, "upsert"),
+        (RowCounts(upserted=5, deleted=1, new_keys=5), True, "upsert"),
+        (RowCounts(upserted=5, deleted=0), True, "upsert"),
+    ],
+    ids=["no-table", "only-new-keys", "a-stored-key", "a-delete", "not-known"],
+)
+def test_the_write_operation_skips_only_work_the_fold_made_redundant(
+    counts: RowCounts, exists: bool, expected: str
+) -> None:
+    chosen = operation(counts, table_exists=exists)
+    assert chosen == expected
+    assert write_options(_table(type="MERGE_ON_READ"), operation=chosen)[OPERATION] == expected
+
+
+def test_an_upsert_is_the_default_operation() -> None:
+    assert write_options(_table())[OPERATION] == "upsert"
 
 
 @pytest.mark.parametrize(
