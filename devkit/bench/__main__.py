@@ -4,6 +4,7 @@
     python -m devkit.bench --smoke               # tiny sizes, one case: checks the bench works
     python -m devkit.bench --workloads uniform,scale --rows 100000 --changes 20000 --batch 5000
     python -m devkit.bench --workloads scale --scale-rows 1000000,10000000   # cost vs table size
+    python -m devkit.bench --workloads tables --tables 10 --table-concurrency 4   # tables one at a time vs concurrently
 
 Prints a table per case, writes build/bench/result-<time>.json, a text copy of the report and
 PNG plots next to it. Exits 1 when a case fails the honesty check: the two Hudi tables differ
@@ -60,6 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--small-changes", type=int, default=2_000, help="changes of the `small` workload")
     parser.add_argument("--hot-keys", type=int, default=1_000, help="keys the `hot` workload updates")
     parser.add_argument("--scale-rows", default="20000,100000", help="table sizes of `scale`, e.g. 1000000,10000000")
+    parser.add_argument("--tables", type=int, default=5, help="tables of the `tables` workload (rows and changes split among them)")
+    parser.add_argument("--table-concurrency", type=int, default=5,
+                        help="hudi_cdc's job.table_concurrency in the `tables` workload's concurrent case")  # fmt: skip
     parser.add_argument("--batch", type=int, default=5_000, help="maxOffsetsPerTrigger of every job")
     parser.add_argument("--load-batch", type=int, default=50_000,
                         help="maxOffsetsPerTrigger of the untimed loads of tables no snapshot case provides")  # fmt: skip
@@ -96,7 +100,8 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = Sizes(rows=args.rows, changes=args.changes, small_changes=args.small_changes,
-                  hot_keys=args.hot_keys, scale_rows=_int_list(args.scale_rows))  # fmt: skip
+                  hot_keys=args.hot_keys, scale_rows=_int_list(args.scale_rows), tables=args.tables,
+                  table_concurrency=args.table_concurrency)  # fmt: skip
     selected = cases([w for w in args.workloads.split(",") if w], sizes)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = args.out or build_dir() / "bench"

@@ -4,8 +4,8 @@ The spec's `kind` says what to do:
 - `job`: start a local Spark, note the CPU the start-up took, run one job (see `jobs`) to the
   end of its topic, and report its batches (from the query's progress reports), its Spark jobs
   (the status tracker's jobs of the query's run id) and the CPU at each step;
-- `verify`: the honesty check: the hudi_cdc and the plain Hudi table hold the same source
-  columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
+- `verify`: the honesty check: the hudi_cdc and the plain Hudi table of each topic hold the
+  same source columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
 
 Spark's JVM is stopped and waited for before exit, so its CPU time reaches this process's
 rusage and the parent's accounting (`measure.run_measured`) is exact.
@@ -196,51 +196,71 @@ def _truth(spark: SparkSession, touched: list[list[int | None]], directory: Path
 
 
 def verify(spec: dict[str, Any]) -> dict[str, Any]:
-    """The honesty check, three parts; `equal` and `matches_source` must both hold.
+    """The honesty check of every table pair (hudi_cdc's and the plain job's table of one topic),
+    summed; `equal` and `matches_source` must hold for every pair (see `verify_pair`)."""
+    spark = start_spark("bench-verify", None)
+    try:
+        touched = json.loads(Path(spec["touched"]).read_text())
+        truth = _truth(spark, touched, Path(spec["touched"]).parent).persist()
+        checks = [verify_pair(spark, pair, truth, spec["expected_rows"]) for pair in spec["pairs"]]
+    finally:
+        stop_spark(spark)
+    result: dict[str, Any] = {
+        name: sum(check[name] for check in checks)
+        for name in ("hudi_cdc_rows", "plain_rows", "only_in_hudi_cdc", "only_in_plain", "source_rows_missing",
+                     "rows_not_in_source", "untouched_rows_changed")
+    }  # fmt: skip
+    result |= {
+        "expected_rows": spec["expected_rows"] * len(checks),
+        "tables": len(checks),
+        "examples": [example for check in checks for example in check["examples"]][:6],
+        "touched_keys": len(touched) * len(checks),
+        "equal": all(check["equal"] for check in checks),
+        "matches_source": all(check["matches_source"] for check in checks),
+    }
+    return result
+
+
+def verify_pair(spark: SparkSession, pair: dict[str, str], truth: DataFrame, expected_rows: int) -> dict[str, Any]:
+    """The honesty check of one table pair, three parts; `equal` and `matches_source` must both hold.
 
     1. The hudi_cdc and the plain table hold the same source columns row for row (`exceptAll`
        both ways, duplicates counted) and both hold `expected_rows` rows.
-    2. In the hudi_cdc table, the keys the case touched hold exactly the source's rows (the
-       reference fold `workloads.final_versions`): no deleted key, no stale or missing row.
+    2. In the hudi_cdc table, the keys the case touched hold exactly the source's rows (`truth`,
+       from the reference fold `workloads.final_versions`): no deleted key, no stale or missing row.
     3. Every other key still holds its row as loaded (version 0 in its email).
     With 1, parts 2 and 3 hold for the plain table too.
     """
-    spark = start_spark("bench-verify", None)
+    columns = list(DATA_COLUMNS)
+    cdc = spark.read.format("hudi").load(pair["hudi_cdc"]).select(*columns).persist()
+    plain = spark.read.format("hudi").load(pair["plain"]).select(*columns).persist()
     try:
-        columns = list(DATA_COLUMNS)
-        cdc = spark.read.format("hudi").load(spec["hudi_cdc"]).select(*columns).persist()
-        plain = spark.read.format("hudi").load(spec["plain"]).select(*columns).persist()
         cdc_rows, plain_rows = cdc.count(), plain.count()
         only_cdc = cdc.exceptAll(plain)
         only_plain = plain.exceptAll(cdc)
         n_only_cdc, n_only_plain = only_cdc.count(), only_plain.count()
         examples = [r.asDict() for r in only_cdc.limit(3).collect()] + [r.asDict() for r in only_plain.limit(3).collect()]
-
-        touched = json.loads(Path(spec["touched"]).read_text())
-        truth = _truth(spark, touched, Path(spec["touched"]).parent)
         keys = truth.select("id")
         stored = _canonical(cdc).join(keys, "id", "left_semi")
         wanted = truth.filter(~F.col("deleted")).drop("deleted")
         n_missing, n_unexpected = wanted.exceptAll(stored).count(), stored.exceptAll(wanted).count()
         untouched = cdc.join(keys, "id", "left_anti")
         n_changed = untouched.filter(F.col("email") != F.format_string("user%d.v0@example.com", "id")).count()
-        result = {
-            "hudi_cdc_rows": cdc_rows,
-            "plain_rows": plain_rows,
-            "expected_rows": spec["expected_rows"],
-            "only_in_hudi_cdc": n_only_cdc,
-            "only_in_plain": n_only_plain,
-            "examples": [{k: str(v) for k, v in e.items()} for e in examples],
-            "touched_keys": len(touched),
-            "source_rows_missing": n_missing,
-            "rows_not_in_source": n_unexpected,
-            "untouched_rows_changed": n_changed,
-        }
-        result["equal"] = n_only_cdc == 0 and n_only_plain == 0 and cdc_rows == plain_rows == spec["expected_rows"]
-        result["matches_source"] = n_missing == 0 and n_unexpected == 0 and n_changed == 0
-        return result
     finally:
-        stop_spark(spark)
+        cdc.unpersist()
+        plain.unpersist()
+    return {
+        "hudi_cdc_rows": cdc_rows,
+        "plain_rows": plain_rows,
+        "only_in_hudi_cdc": n_only_cdc,
+        "only_in_plain": n_only_plain,
+        "examples": [{k: str(v) for k, v in e.items()} for e in examples],
+        "source_rows_missing": n_missing,
+        "rows_not_in_source": n_unexpected,
+        "untouched_rows_changed": n_changed,
+        "equal": n_only_cdc == 0 and n_only_plain == 0 and cdc_rows == plain_rows == expected_rows,
+        "matches_source": n_missing == 0 and n_unexpected == 0 and n_changed == 0,
+    }
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ Each job reads the same topic with Structured Streaming (`availableNow`, the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,36 +39,53 @@ _ENVELOPE = f"struct<payload:struct<before:{_IMAGE},after:{_IMAGE},op:string,sou
 
 @dataclass(frozen=True)
 class JobSpec:
-    """What one child runs: a job on a topic into a table."""
+    """What one child runs: a job on one topic per table."""
 
     job: str
     """hudi_cdc, plain or floor."""
     bootstrap: str
-    topic: str
+    topics: list[str]
     batch: int
     table_path: str
+    """The table's folder; with several topics, the folder of their tables `accounts_<i>`."""
     type: TableType
     partitioned: bool
     work_dir: str
     """Checkpoints and the dead-letter store live here."""
+    table_concurrency: int = 1
+    """hudi_cdc's `job.table_concurrency`."""
 
-    def table(self) -> TableConfig:
+    def tables(self) -> list[tuple[str, TableConfig]]:
+        """Each topic and the table it lands in."""
+        if len(self.topics) == 1:
+            return [(self.topics[0], self._table("accounts", self.table_path))]
+        return [
+            (topic, self._table(f"accounts_{i}", str(Path(self.table_path) / f"accounts_{i}")))
+            for i, topic in enumerate(self.topics)
+        ]
+
+    def _table(self, name: str, path: str) -> TableConfig:
         return TableConfig(
-            name="accounts", key=[KEY], base_path=self.table_path, type=self.type,
+            name=name, key=[KEY], base_path=path, type=self.type,
             partition_by=[PARTITION_COLUMN] if self.partitioned else [],
         )  # fmt: skip
 
 
 def hudi_cdc_config(spec: JobSpec) -> Config:
-    """The one-table job config a user would write for this topic."""
+    """The job config a user would write for these topics."""
     work = Path(spec.work_dir)
-    table = spec.table()
+    tables = spec.tables()
     return parse_config(
         {
             "kafka": {"bootstrap_servers": spec.bootstrap, "max_offsets_per_trigger": spec.batch},
-            "job": {"name": "bench", "checkpoint_dir": str(work / "cp-hudi_cdc"), "dead_letter_path": str(work / "dlq")},
-            "routes": [{"topic": spec.topic, "table": table.name}],
-            "tables": [table.model_dump(exclude_defaults=True)],
+            "job": {
+                "name": "bench",
+                "checkpoint_dir": str(work / "cp-hudi_cdc"),
+                "dead_letter_path": str(work / "dlq"),
+                "table_concurrency": spec.table_concurrency,
+            },
+            "routes": [{"topic": topic, "table": table.name} for topic, table in tables],
+            "tables": [table.model_dump(exclude_defaults=True) for _, table in tables],
         }
     )
 
@@ -87,7 +105,7 @@ def run_hudi_cdc(spark: SparkSession, spec: JobSpec, on_batch_end: BatchEnd) -> 
 
     stream.run(spark, hudi_cdc_config(spec), once=True, on_batch=batch_done)
     if not found:
-        raise RuntimeError(f"hudi_cdc ran no batch on {spec.topic}")
+        raise RuntimeError(f"hudi_cdc ran no batch on {spec.topics}")
     return found[0]
 
 
@@ -112,9 +130,9 @@ def _typed(image: Any) -> list[Any]:
     ]
 
 
-def plain_options(spec: JobSpec) -> dict[str, str]:
+def plain_options(table: TableConfig) -> dict[str, str]:
     """hudi_cdc's write options, with the merge left to Hudi: event-time ordering on `_pos`, pre-combine on."""
-    options = write_options(spec.table())
+    options = write_options(table)
     options.update(
         {
             MERGE_MODE: "EVENT_TIME_ORDERING",
@@ -128,30 +146,49 @@ def plain_options(spec: JobSpec) -> dict[str, str]:
 
 def plain_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
     """The plain job's foreachBatch: upsert images, deletes flagged by `_hoodie_is_deleted`."""
-    options = plain_options(spec)
+    tables = [(topic, table.base_path, plain_options(table)) for topic, table in spec.tables()]
 
     def write(batch: DataFrame, _batch_id: int) -> None:
-        events = _envelope(batch)
-        deleted = F.col("op") == "d"
-        image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
-        rows = events.select(*_typed(image), F.col("pos").alias(ORDERING_COLUMN), deleted.alias("_hoodie_is_deleted"))
-        rows.write.format("hudi").options(**options).mode("append").save(spec.table_path)
+        with _per_topic(batch, len(tables)) as of_topic:
+            for topic, path, options in tables:
+                events = _envelope(of_topic(topic))
+                deleted = F.col("op") == "d"
+                image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
+                rows = events.select(*_typed(image), F.col("pos").alias(ORDERING_COLUMN), deleted.alias("_hoodie_is_deleted"))
+                rows.write.format("hudi").options(**options).mode("append").save(path)
 
     return write
 
 
 def floor_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
     """The floor's foreachBatch: row images (`before` of deletes) with op and position, appended to Parquet."""
+    tables = [(topic, table.base_path) for topic, table in spec.tables()]
 
     def write(batch: DataFrame, _batch_id: int) -> None:
-        events = _envelope(batch)
-        rows = events.select(*_typed(F.coalesce("after", "before")), "op", F.col("pos").alias(ORDERING_COLUMN))
-        writer = rows.write.mode("append").option("compression", "snappy")
-        if spec.partitioned:
-            writer = writer.partitionBy(PARTITION_COLUMN)
-        writer.parquet(spec.table_path)
+        with _per_topic(batch, len(tables)) as of_topic:
+            for topic, path in tables:
+                events = _envelope(of_topic(topic))
+                rows = events.select(*_typed(F.coalesce("after", "before")), "op", F.col("pos").alias(ORDERING_COLUMN))
+                writer = rows.write.mode("append").option("compression", "snappy")
+                if spec.partitioned:
+                    writer = writer.partitionBy(PARTITION_COLUMN)
+                writer.parquet(path)
 
     return write
+
+
+@contextmanager
+def _per_topic(batch: DataFrame, topics: int) -> Iterator[Callable[[str], DataFrame]]:
+    """The batch's records of a topic. Over several topics the job writes their tables one by one
+    from the batch, persisted (as hudi_cdc does) so Kafka is not read once per table."""
+    if topics == 1:
+        yield lambda _topic: batch
+        return
+    persisted = batch.persist()
+    try:
+        yield lambda topic: persisted.filter(F.col("topic") == topic)
+    finally:
+        persisted.unpersist()
 
 
 def run_foreach(

@@ -19,6 +19,7 @@ GOAL_CPU_VS_PLAIN = 0.67
 GOAL_SNAPSHOT_VS_FLOOR = 2.0
 GOAL_SCALE = 1.5
 GOAL_RSS_VS_PLAIN = 1.3
+GOAL_TABLES_CONCURRENT = 0.5
 
 
 @dataclass
@@ -114,6 +115,9 @@ class CaseResult:
     check: dict[str, Any]
     profiles: dict[str, Any] = field(default_factory=dict)
     """Per job, where its time went (`devkit.bench.profile`), when run with `--profile`."""
+    tables: int = 1
+    table_concurrency: int = 1
+    """hudi_cdc's `job.table_concurrency` in this case."""
 
     def ratio(self, metric: str, job: str, base: str) -> float:
         """`metric` of `job` over that of `base` (NaN when either is missing or zero)."""
@@ -137,7 +141,7 @@ class CaseResult:
             "partitioned": self.partitioned, "table_rows": self.table_rows, "events": self.events,
             "jobs": {name: job.as_json() for name, job in self.jobs.items()},
             "ratios": {k: _finite(v) for k, v in self.ratios().items()}, "check": self.check,
-            "profiles": self.profiles,
+            "profiles": self.profiles, "tables": self.tables, "table_concurrency": self.table_concurrency,
         }  # fmt: skip
 
 
@@ -169,6 +173,13 @@ def goals(cases: list[CaseResult]) -> list[Goal]:
     for small, large in itertools.pairwise(scale):
         value = large.jobs["hudi_cdc"].cpu_s / small.jobs["hudi_cdc"].cpu_s
         out.append(Goal("CPU(larger table) ≤ 1.5x CPU(smaller), same changes", f"{large.name} / {small.name}", value, GOAL_SCALE))
+    by_concurrency = {c.table_concurrency: c for c in cases if c.workload == "tables" and "hudi_cdc" in c.jobs}
+    if 1 in by_concurrency and len(by_concurrency) > 1:
+        one = by_concurrency.pop(1)
+        for concurrent in by_concurrency.values():
+            value = concurrent.jobs["hudi_cdc"].wall_s / one.jobs["hudi_cdc"].wall_s
+            out.append(Goal(f"{concurrent.tables} tables, wall {concurrent.table_concurrency} at a time ≤ 0.5x one at a time",
+                            f"{concurrent.name} / {one.name}", value, GOAL_TABLES_CONCURRENT))  # fmt: skip
     return out
 
 

@@ -76,7 +76,8 @@ class Run:
         jobs: dict[str, JobResult] = {}
         profiles: dict[str, Any] = {}
         for job in JOBS:
-            spec = self._job_spec(job, case.topic, case_dir, case.type, case.partitioned, self.settings.batch)
+            spec = self._job_spec(job, case.topics, case_dir, case.type, case.partitioned, self.settings.batch,
+                                  table_concurrency=case.table_concurrency)  # fmt: skip
             profiled = self.settings.profile and job in PROFILED
             child, usage = self.child(spec, case_dir / f"{job}-run", event_log=profiled)
             jobs[job] = JobResult.of(child, usage)
@@ -106,7 +107,7 @@ class Run:
         result = CaseResult(
             name=case.name, workload=case.workload, title=case.title, table_type=case.type,
             partitioned=case.partitioned, table_rows=case.table_rows, events=case.events, jobs=jobs, check=check,
-            profiles=profiles,
+            profiles=profiles, tables=case.tables, table_concurrency=case.table_concurrency,
         )  # fmt: skip
         if case.workload == "snapshot":
             self.loads.setdefault(Load(case.expected_rows, case.type, case.partitioned), case_dir)
@@ -121,7 +122,7 @@ class Run:
         load_dir.mkdir(parents=True)
         topic = load_topic(load.rows)
         for job in ("hudi_cdc", "plain"):
-            spec = self._job_spec(job, topic, load_dir, load.type, load.partitioned, self.settings.load_batch)
+            spec = self._job_spec(job, [topic], load_dir, load.type, load.partitioned, self.settings.load_batch)
             child, usage = self.child(spec, load_dir / f"{job}-run")
             cost = JobResult.of(child, usage)
             print(f"  load {load.name} {job}: {cost.events} events, {cost.wall_s:.1f} s wall, {cost.cpu_s:.1f} CPU s (untimed)")
@@ -129,10 +130,12 @@ class Run:
         self.loads[load] = load_dir
         return load_dir
 
-    def _job_spec(self, job: str, topic: str, directory: Path, type_: Any, partitioned: bool, batch: int) -> dict[str, Any]:
+    def _job_spec(self, job: str, topics: list[str], directory: Path, type_: Any, partitioned: bool, batch: int,
+                  *, table_concurrency: int = 1) -> dict[str, Any]:  # fmt: skip
         spec = JobSpec(
-            job=job, bootstrap=self.kafka.bootstrap_servers, topic=topic, batch=batch,
+            job=job, bootstrap=self.kafka.bootstrap_servers, topics=topics, batch=batch,
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
+            table_concurrency=table_concurrency,
         )  # fmt: skip
         return {"kind": "job", "job": asdict(spec), "spark_conf": self.settings.spark_conf}
 
@@ -161,8 +164,12 @@ class Run:
         directory.mkdir(parents=True, exist_ok=True)
         touched = directory / "touched.json"
         touched.write_text(json.dumps(sorted(final_versions(case.changes()).items())))
-        spec = {"kind": "verify", "hudi_cdc": str(case_dir / "hudi_cdc"), "plain": str(case_dir / "plain"),
-                "expected_rows": case.expected_rows, "touched": str(touched)}  # fmt: skip
+        tables = {job: JobSpec(job=job, bootstrap="", topics=case.topics, batch=0, table_path=str(case_dir / job),
+                               type=case.type, partitioned=case.partitioned, work_dir="").tables()
+                  for job in ("hudi_cdc", "plain")}  # fmt: skip
+        pairs = [{"hudi_cdc": cdc.base_path, "plain": plain.base_path}
+                 for (_, cdc), (_, plain) in zip(tables["hudi_cdc"], tables["plain"], strict=True)]  # fmt: skip
+        spec = {"kind": "verify", "pairs": pairs, "expected_rows": case.expected_rows, "touched": str(touched)}
         check, _ = self.child(spec, directory)
         return check
 
@@ -214,7 +221,7 @@ def prepare_topics(kafka: LocalKafka, cases: list[Case], settings: Settings) -> 
     for rows in load_rows:
         topics[load_topic(rows)] = records(source(f"rows_{rows}"), snapshot_changes(rows))
     for case in cases:
-        topics[case.topic] = case.records()
+        topics.update({topic: stream() for topic, stream in case.streams().items()})
     kafka.create_topics(list(topics))
     for topic, stream in topics.items():
         began = time.monotonic()

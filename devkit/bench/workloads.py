@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
+from itertools import chain
 from typing import Literal
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
@@ -163,18 +164,33 @@ class Case:
     start: Load | None
     table_rows: int
     """Rows in the table before the run (0 for a snapshot)."""
+    tables: int = 1
+    """Tables of the case, each with its own topic holding the same changes (`tables` workload)."""
+    table_concurrency: int = 1
+    """hudi_cdc's `job.table_concurrency`."""
+    topic_base: str = ""
+    """The topics' name part; cases that differ only in how the job runs share their topics."""
 
     @property
     def topic_part(self) -> str:
-        return self.name.replace("-", "_")
+        return self.topic_base or self.name.replace("-", "_")
 
-    def records(self) -> Iterator[KafkaRecord]:
-        """The Kafka records of the timed run."""
-        return records(source(self.topic_part), self.changes())
+    def _parts(self) -> list[str]:
+        if self.tables == 1:
+            return [self.topic_part]
+        return [f"{self.topic_part}_t{i}" for i in range(self.tables)]
 
     @property
-    def topic(self) -> str:
-        return source(self.topic_part).topic
+    def topics(self) -> list[str]:
+        """One topic per table: `bench.<part>.accounts`, or `bench.<part>_t<i>.accounts` for several."""
+        return [source(part).topic for part in self._parts()]
+
+    def streams(self) -> dict[str, Callable[[], Iterator[KafkaRecord]]]:
+        """Each topic and a fresh iterator of its records."""
+        return {
+            source(part).topic: (lambda part=part: records(source(part), self.changes()))  # type: ignore[misc]
+            for part in self._parts()
+        }
 
 
 def human(n: int) -> str:
@@ -186,7 +202,7 @@ def human(n: int) -> str:
     return str(n)
 
 
-WORKLOADS = ("snapshot", "uniform", "hot", "small", "deletes", "partitioned", "scale")
+WORKLOADS = ("snapshot", "uniform", "hot", "small", "deletes", "partitioned", "scale", "tables")
 
 
 @dataclass(frozen=True)
@@ -198,6 +214,10 @@ class Sizes:
     small_changes: int
     hot_keys: int
     scale_rows: tuple[int, ...]
+    tables: int = 5
+    """Tables of the `tables` workload; `rows` and `changes` are split among them."""
+    table_concurrency: int = 5
+    """hudi_cdc's `job.table_concurrency` in the `tables` workload's concurrent case."""
 
 
 def cases(selection: list[str], sizes: Sizes) -> list[Case]:
@@ -252,6 +272,22 @@ def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
     if workload == "partitioned":
         return [case("partitioned-cow", f"{human(m)} updates over {human(n)} rows in {len(REGIONS)} partitions, COW",
                      cow, lambda: update_changes(m, n), m, partitioned=True)]  # fmt: skip
+    if workload == "tables":
+        t = sizes.tables
+        per_rows, per_changes = n // t, m // t
+        return [
+            replace(
+                case(f"tables-{how}", f"{t} tables, each a {human(per_rows)}-row snapshot + {human(per_changes)} "
+                     f"updates, COW, {title}", cow,
+                     lambda: chain(snapshot_changes(per_rows), update_changes(per_changes, per_rows)),
+                     t * (per_rows + per_changes), rows=per_rows, loaded=False),
+                tables=t, table_concurrency=concurrency, topic_base="tables",
+            )
+            for how, title, concurrency in (
+                ("sequential", "one at a time", 1),
+                ("concurrent", f"{sizes.table_concurrency} at a time", sizes.table_concurrency),
+            )
+        ]  # fmt: skip
     # scale: the same number of uniform changes into ever larger tables
     return [
         case(f"scale-{human(rows).lower()}", f"{human(m)} updates into {human(rows)} rows, COW", cow,

@@ -10,6 +10,7 @@ import math
 import os
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from devkit.bench.report import (
     text_report,
 )
 from devkit.bench.workloads import (
+    WORKLOADS,
     Sizes,
     cases,
     delete_keys,
@@ -155,16 +157,37 @@ def test_report_text_and_json_shape() -> None:
 
 
 def test_cases_of_every_workload() -> None:
-    sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(100, 1000))
-    found = {c.name: c for c in cases(["snapshot", "uniform", "hot", "small", "deletes", "partitioned", "scale"], sizes)}
+    sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(100, 1000), tables=4,
+                  table_concurrency=3)  # fmt: skip
+    found = {c.name: c for c in cases(list(WORKLOADS), sizes)}
     assert list(found) == ["snapshot-cow", "snapshot-mor", "uniform-cow", "uniform-mor", "hot-cow", "small-cow",
-                           "deletes-cow", "partitioned-cow", "scale-100", "scale-1k"]  # fmt: skip
+                           "deletes-cow", "partitioned-cow", "scale-100", "scale-1k", "tables-sequential",
+                           "tables-concurrent"]  # fmt: skip
     assert found["snapshot-cow"].start is None
     assert found["uniform-mor"].start is not None and found["uniform-mor"].start.type == "MERGE_ON_READ"
     assert found["deletes-cow"].expected_rows == 96
     assert found["deletes-cow"].events == 44  # 4 deletes, each with its tombstone
     for case in found.values():
-        assert sum(1 for _ in case.records()) == case.events, case.name
+        streams = case.streams()
+        assert list(streams) == case.topics and len(streams) == case.tables
+        assert sum(1 for stream in streams.values() for _ in stream()) == case.events, case.name
+
+
+def test_the_tables_cases_share_their_topics_and_split_the_sizes() -> None:
+    sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(), tables=4, table_concurrency=3)
+    sequential, concurrent = cases(["tables"], sizes)
+    assert sequential.topics == concurrent.topics and len(set(sequential.topics)) == 4
+    assert (sequential.table_concurrency, concurrent.table_concurrency) == (1, 3)
+    assert sequential.expected_rows == 25 and sequential.events == 4 * (25 + 10)
+    assert sequential.start is None
+
+
+def test_the_tables_goal_compares_wall_time_with_one_at_a_time() -> None:
+    one, four = (replace(_case(name, "tables", 100, cdc=cpu, plain=30, floor=15), tables=4, table_concurrency=n)
+                 for name, cpu, n in (("tables-sequential", 80, 1), ("tables-concurrent", 60, 4)))  # fmt: skip
+    (goal,) = [g for g in goals([one, four]) if "at a time" in g.goal]
+    assert goal.case == "tables-concurrent / tables-sequential"
+    assert goal.value == pytest.approx(60 / 80) and not goal.met
 
 
 def test_deletes_never_touch_a_deleted_key_again() -> None:
