@@ -37,9 +37,19 @@ def table_version(spark: SparkSession, base_path: str) -> int | None:
     return int(client.getTableConfig().getTableVersion().versionCode())
 
 
+DATA_SKIPPING = "hoodie.enable.data.skipping"
+
+
 def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
-    """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table."""
+    """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table.
+
+    Data skipping is off: the job joins this read with a batch's keys, where the column-stats
+    index prunes nothing, and Hudi's lookup persists and unpersists a Dataset while Spark runs
+    the plan. With tables applied concurrently (`job.table_concurrency`) that unpersist inside
+    a running plan deadlocked Spark's cache manager (measured: a thread dump showed every table
+    thread blocked on another's in-memory cache lock).
+    """
     if not table_exists(spark, base_path):
         return None
-    df = spark.read.format("hudi").load(base_path)
+    df = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path)
     return df.drop(*[c for c in df.columns if c.startswith("_hoodie_")])
