@@ -175,6 +175,6 @@ def test_documented_debezium_events_land_exactly_with_every_record_alone_in_its_
 def test_documented_debezium_events_land_exactly_under_random_batch_cuts(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path, seed: int
 ) -> None:
-    """Random cuts, both ways, five seeds (make test-deep only: make test runs the two extremes, one
-    batch and every record alone, and test_semantics_property cuts random batches)."""
+    """Random cuts, both ways, five seeds (make test-deep only: make test runs two halves and every
+    record alone, and test_semantics_property cuts random batches)."""
     _run(spark, kafka, tmp_path, "random", seed=seed, variants=_variants((True, False)))
