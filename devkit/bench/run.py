@@ -75,11 +75,12 @@ class Run:
                 shutil.copytree(loaded / job, case_dir / job)
         jobs: dict[str, JobResult] = {}
         profiles: dict[str, Any] = {}
+        specs: dict[str, JobSpec] = {}
         for job in JOBS:
-            spec = self._job_spec(job, case.topics, case_dir, case.type, case.partitioned, self.settings.batch,
-                                  table_concurrency=case.table_concurrency)  # fmt: skip
+            specs[job] = self._job_spec(job, case.topics, case_dir, case.type, case.partitioned, self.settings.batch,
+                                        table_concurrency=case.table_concurrency)  # fmt: skip
             profiled = self.settings.profile and job in PROFILED
-            child, usage = self.child(spec, case_dir / f"{job}-run", event_log=profiled)
+            child, usage = self.child(self._request(specs[job]), case_dir / f"{job}-run", event_log=profiled)
             jobs[job] = JobResult.of(child, usage)
             _progress(case.name, jobs[job])
             if profiled:
@@ -98,7 +99,7 @@ class Run:
                     profiles[job]["steps"] = child["steps"]
             if jobs[job].events != case.events:
                 print(f"  WARNING: {job} consumed {jobs[job].events} records, the topic holds {case.events}")
-        check = self.verify(case_dir, case)
+        check = self.verify(case_dir, case, specs["hudi_cdc"], specs["plain"])
         check["events"] = case.events
         check["consumed"] = {name: done.events for name, done in jobs.items()}
         check["passed"] = bool(
@@ -123,7 +124,7 @@ class Run:
         topic = load_topic(load.rows)
         for job in ("hudi_cdc", "plain"):
             spec = self._job_spec(job, [topic], load_dir, load.type, load.partitioned, self.settings.load_batch)
-            child, usage = self.child(spec, load_dir / f"{job}-run")
+            child, usage = self.child(self._request(spec), load_dir / f"{job}-run")
             cost = JobResult.of(child, usage)
             print(f"  load {load.name} {job}: {cost.events} events, {cost.wall_s:.1f} s wall, {cost.cpu_s:.1f} CPU s (untimed)")
             self.load_costs.append({"load": load.name, **cost.as_json()})
@@ -131,12 +132,15 @@ class Run:
         return load_dir
 
     def _job_spec(self, job: str, topics: list[str], directory: Path, type_: Any, partitioned: bool, batch: int,
-                  *, table_concurrency: int = 1) -> dict[str, Any]:  # fmt: skip
-        spec = JobSpec(
+                  *, table_concurrency: int = 1) -> JobSpec:  # fmt: skip
+        return JobSpec(
             job=job, bootstrap=self.kafka.bootstrap_servers, topics=topics, batch=batch,
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
             table_concurrency=table_concurrency,
         )  # fmt: skip
+
+    def _request(self, spec: JobSpec) -> dict[str, Any]:
+        """What a child is asked to run: the job, with this run's Spark settings."""
         return {"kind": "job", "job": asdict(spec), "spark_conf": self.settings.spark_conf}
 
     def child(self, spec: dict[str, Any], directory: Path, *, event_log: bool = False) -> tuple[dict[str, Any], TreeUsage]:
@@ -157,18 +161,15 @@ class Run:
             raise BenchError(f"{directory.name} exited {usage.exit_code}; log {log_path}:\n{tail}")
         return json.loads(result_path.read_text()), usage
 
-    def verify(self, case_dir: Path, case: Case) -> dict[str, Any]:
+    def verify(self, case_dir: Path, case: Case, cdc: JobSpec, plain: JobSpec) -> dict[str, Any]:
         """The honesty check (see `child.verify`): both Hudi tables hold the same source rows, and
         the keys the case touched hold what the source holds (the reference fold of its changes)."""
         directory = case_dir / "verify"
         directory.mkdir(parents=True, exist_ok=True)
         touched = directory / "touched.json"
         touched.write_text(json.dumps(sorted(final_versions(case.changes()).items())))
-        tables = {job: JobSpec(job=job, bootstrap="", topics=case.topics, batch=0, table_path=str(case_dir / job),
-                               type=case.type, partitioned=case.partitioned, work_dir="").tables()
-                  for job in ("hudi_cdc", "plain")}  # fmt: skip
-        pairs = [{"hudi_cdc": cdc.base_path, "plain": plain.base_path}
-                 for (_, cdc), (_, plain) in zip(tables["hudi_cdc"], tables["plain"], strict=True)]  # fmt: skip
+        pairs = [{"hudi_cdc": ours.base_path, "plain": theirs.base_path}
+                 for (_, ours), (_, theirs) in zip(cdc.tables(), plain.tables(), strict=True)]  # fmt: skip
         spec = {"kind": "verify", "pairs": pairs, "expected_rows": case.expected_rows, "touched": str(touched)}
         check, _ = self.child(spec, directory)
         return check

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc.hudi import fs
+from hudi_cdc.hudi.options import DATA_SKIPPING
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
@@ -35,9 +36,6 @@ def table_version(spark: SparkSession, base_path: str) -> int | None:
     conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
     client = gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
     return int(client.getTableConfig().getTableVersion().versionCode())
-
-
-DATA_SKIPPING = "hoodie.enable.data.skipping"
 
 
 def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
