@@ -110,7 +110,7 @@ demo-relay: $(VENV)/.installed jars kafka connect  ## the snapshot relay on a sm
 	$(PY) -m devkit.demo_relay
 
 test: install  ## everything CI runs: unit + integration on real services (not the `deep` ones)
-	$(PY) -m pytest -q -m "not deep" tests
+	$(PY) -m pytest -q --durations=25 -m "not deep" tests
 
 test-unit: $(VENV)/.installed  ## fast tests, no services
 	$(PY) -m pytest -q -m "not integration" tests
