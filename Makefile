@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-avro clean
+.PHONY: help install jars kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-freshness bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -129,6 +129,9 @@ test-deep: install  ## long runs: property, corpus and kill -9 tests with HYPOTH
 
 bench: $(VENV)/.installed jars kafka  ## hudi_cdc vs a plain Hudi upsert job vs a Parquet floor, per workload: CPU s, events/s, latency, RSS (BENCH_ARGS="--smoke")
 	$(PY) -m devkit.bench $(BENCH_ARGS)
+
+bench-freshness: $(VENV)/.installed jars kafka  ## produced-to-visible latency p50/p95 at a sustained rate into 5 tables, single-record latency (BENCH_ARGS="--smoke")
+	$(PY) -m devkit.bench.freshness $(BENCH_ARGS)
 
 bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s
 	$(PY) -m devkit.bench_avro $(BENCH_ARGS)

@@ -4,6 +4,9 @@ The spec's `kind` says what to do:
 - `job`: start a local Spark, note the CPU the start-up took, run one job (see `jobs`) to the
   end of its topic, and report its batches (from the query's progress reports), its Spark jobs
   (the status tracker's jobs of the query's run id) and the CPU at each step;
+- `continuous`: run hudi_cdc continuously (the freshness bench, `devkit.bench.freshness`):
+  after every batch append a line to the spec's `batches` file (wall clock, CPU so far, each
+  table's newest applied Kafka offsets), and stop the query once the spec's `stop` file exists;
 - `verify`: the honesty check: the hudi_cdc and the plain Hudi table of each topic hold the
   same source columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
 
@@ -19,6 +22,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,12 +32,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
-from devkit.bench.jobs import JobSpec, run_job
-from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.jobs import JobSpec, hudi_cdc_config, run_job
+from devkit.bench.measure import tree_cpu_seconds, tree_rss_bytes
 from devkit.bench.profile import StepTimer, label_actions
 from devkit.bench.workloads import DATA_COLUMNS, PARTITION_COLUMN, row
 from devkit.debezium import epoch_micros
+from hudi_cdc import stream
 from hudi_cdc.logging_setup import configure
+from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.spark_session import get_or_create_session, jvm
 
 EXIT_DIFFERENT = 3
@@ -126,6 +132,36 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
         "spark_jobs_outside_stream": other_jobs,
         "run_id": run_id,
     } | ({"jvm_thread_cpu_s": threads, "codegen_compilations": compiles, "codegen_compile_ms": compile_ms} if threads else {})
+
+
+def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
+    """hudi_cdc's continuous run, one line per batch in `spec["batches"]`, until `spec["stop"]` exists.
+
+    A batch's line is written by a batch listener, which the job calls after every table's
+    commit (and metastore sync): from then on a query engine reading the table sees the batch.
+    """
+    me = psutil.Process()
+    job = JobSpec(**spec["job"])
+    spark = start_spark("bench-freshness", None, spec.get("spark_conf"))
+    batches, stop = Path(spec["batches"]), Path(spec["stop"])
+
+    def batch_done(metrics: BatchMetrics) -> None:
+        tables = {t.table: {"read": t.read, "applied_through": t.applied_through, "error": t.error} for t in metrics.tables}
+        line = {"at": time.time(), "batch_id": metrics.batch_id, "seconds": metrics.seconds,
+                "cpu_s": tree_cpu_seconds(me), "rss_mb": tree_rss_bytes(me) / 2**20, "tables": tables}  # fmt: skip
+        with batches.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+
+    def stop_when_asked() -> None:
+        while not stop.exists():
+            time.sleep(0.5)
+        for query in spark.streams.active:
+            query.stop()
+
+    threading.Thread(target=stop_when_asked, name="bench-stop", daemon=True).start()
+    stream.run(spark, hudi_cdc_config(job), once=False, on_batch=batch_done)
+    stop_spark(spark)
+    return {"job": job.job}
 
 
 def jvm_thread_cpu(spark: SparkSession) -> dict[str, float]:
@@ -270,10 +306,12 @@ def main() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     if spec["kind"] == "job":
         result = run_job_measured(spec)
+    elif spec["kind"] == "continuous":
+        result = run_continuous(spec)
     elif spec["kind"] == "verify":
         result = verify(spec)
     else:
-        raise SystemExit(f"unknown kind {spec['kind']!r}; valid: job, verify")
+        raise SystemExit(f"unknown kind {spec['kind']!r}; valid: job, continuous, verify")
     result_path.write_text(json.dumps(result, indent=2))
     if spec["kind"] == "verify" and not (result["equal"] and result["matches_source"]):
         sys.exit(EXIT_DIFFERENT)

@@ -54,6 +54,8 @@ class JobSpec:
     """Checkpoints and the dead-letter store live here."""
     table_concurrency: int = 1
     """hudi_cdc's `job.table_concurrency`."""
+    trigger_interval: str | None = None
+    """hudi_cdc's `job.trigger_interval` when it runs continuously (the freshness bench); None: the default."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -83,6 +85,7 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
                 "checkpoint_dir": str(work / "cp-hudi_cdc"),
                 "dead_letter_path": str(work / "dlq"),
                 "table_concurrency": spec.table_concurrency,
+                **({"trigger_interval": spec.trigger_interval} if spec.trigger_interval else {}),
             },
             "routes": [{"topic": topic, "table": table.name} for topic, table in tables],
             "tables": [table.model_dump(exclude_defaults=True) for _, table in tables],

@@ -1,0 +1,374 @@
+"""`make bench-freshness`: produced-to-visible latency of hudi_cdc at a sustained rate (issue 10).
+
+    python -m devkit.bench.freshness                          # 5 tables, 2,000 events/s for 60 s
+    python -m devkit.bench.freshness --rate 200 --seconds 120 # a rate this machine keeps up with?
+    python -m devkit.bench.freshness --smoke                  # tiny: checks the bench works
+
+What it does, on a local Kafka:
+1. Loads `--rows` snapshot rows into each of `--tables` topics and starts hudi_cdc continuously
+   (`hudi-cdc run` semantics: `job.trigger_interval` = `--trigger`, no batch size limit) in its
+   own process (`devkit.bench.child`, kind `continuous`). Waits until the snapshot is applied:
+   warm-up, not measured.
+2. Produces `--rate` updates per second, spread over the topics, for `--seconds` (records are
+   built beforehand, so the producer only sends). Every record's Kafka timestamp is its
+   produce time.
+3. Waits until every record is applied (or `--drain-timeout`), then sends `--probes` single
+   records into the idle job, one at a time: the smallest batch latency.
+
+A record is *visible* when the batch that applied it has committed every table (the job's batch
+listener runs after the commits and the metastore sync): from that moment a query engine that
+reads the Hudi timeline at query time, as Trino's and Presto's Hudi connectors do, sees it.
+Latency = visible - produced. The job keeps up when the latency of the last third of the
+records is no more than 1.5x that of the first third (a backlog that grows shows as growing
+latency). Prints the numbers and writes build/bench/freshness-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from devkit import CHECKOUT, build_dir
+from devkit.bench.jobs import JobSpec
+from devkit.bench.measure import TreeUsage, percentile, run_measured
+from devkit.bench.run import BenchError, child_env, produce
+from devkit.bench.workloads import records, snapshot_changes, source
+from devkit.debezium import KafkaRecord
+from devkit.services import run_dir
+from devkit.services.kafka import LocalKafka
+
+GOAL_P95_S = 30.0
+"""Issue 10: p95 produced-to-visible at 2,000 events/s into 5 tables."""
+KEEPS_UP_GROWTH = 1.5
+"""Latency of the last third of the records over the first third above which the job falls behind."""
+SMOKE = {"tables": 2, "rows": 500, "rate": 50, "seconds": 20, "probes": 1}
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One produced record: where it landed and when it was produced (epoch s)."""
+
+    topic: str
+    partition: int
+    offset: int
+    at: float
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What the sustained phase measured."""
+
+    produced: int
+    visible: int
+    """Records some batch applied (the rest were never applied within the drain timeout)."""
+    rate: float
+    """Events per second the producer actually sent."""
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    max_s: float
+    p95_first_third_s: float
+    p95_last_third_s: float
+    drain_s: float | None
+    """From the last record produced until it was visible (None: not within the timeout)."""
+
+    @property
+    def keeps_up(self) -> bool:
+        return self.visible == self.produced and self.p95_last_third_s <= KEEPS_UP_GROWTH * self.p95_first_third_s
+
+    @property
+    def meets_goal(self) -> bool:
+        return self.keeps_up and self.p95_s <= GOAL_P95_S
+
+
+def visible_at(batches: Sequence[dict[str, Any]]) -> dict[tuple[str, int], tuple[list[int], list[float]]]:
+    """Per topic partition: the newest applied offset after each batch, and when that batch ended.
+
+    Offsets only grow from batch to batch (a table stopped by an error applies nothing and is
+    left out), so a record's batch is the first whose offset reaches the record's.
+    """
+    found: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
+    for batch in batches:
+        for table in batch["tables"].values():
+            if table.get("error"):
+                continue
+            for topic, partitions in table["applied_through"].items():
+                for partition, offset in partitions.items():
+                    offsets, times = found.setdefault((topic, int(partition)), ([], []))
+                    if not offsets or offset > offsets[-1]:
+                        offsets.append(int(offset))
+                        times.append(float(batch["at"]))
+    return found
+
+
+def latencies(sent: Sequence[Sent], batches: Sequence[dict[str, Any]]) -> list[float | None]:
+    """Each sent record's produced-to-visible seconds, in `sent` order; None when never applied."""
+    applied = visible_at(batches)
+    out: list[float | None] = []
+    for record in sent:
+        offsets, times = applied.get((record.topic, record.partition), ([], []))
+        i = bisect.bisect_left(offsets, record.offset)
+        out.append(times[i] - record.at if i < len(offsets) else None)
+    return out
+
+
+def summarize(sent: Sequence[Sent], batches: Sequence[dict[str, Any]]) -> Freshness:
+    """The sustained phase's latency percentiles, rate and drain time (records in produce order)."""
+    if not sent:
+        raise ValueError("nothing was produced")
+    found = latencies(sent, batches)
+    seen = [s for s in found if s is not None]
+    third = max(1, len(found) // 3)
+    first = [s for s in found[:third] if s is not None]
+    last = [s for s in found[-third:] if s is not None]
+    span = sent[-1].at - sent[0].at
+    return Freshness(
+        produced=len(sent),
+        visible=len(seen),
+        rate=len(sent) / span if span > 0 else float(len(sent)),
+        p50_s=percentile(seen, 50),
+        p95_s=percentile(seen, 95),
+        p99_s=percentile(seen, 99),
+        max_s=max(seen, default=float("nan")),
+        p95_first_third_s=percentile(first, 95),
+        p95_last_third_s=percentile(last, 95),
+        drain_s=found[-1],
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m devkit.bench.freshness", description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=5, help="tables (one topic each) the rate is spread over")
+    parser.add_argument("--rows", type=int, default=2_000, help="snapshot rows per table, loaded before the timed phase")
+    parser.add_argument("--rate", type=float, default=2_000, help="events per second, all tables together")
+    parser.add_argument("--seconds", type=float, default=60, help="how long the rate is sustained")
+    parser.add_argument("--trigger", default="5 seconds", help="hudi_cdc's job.trigger_interval")
+    parser.add_argument("--table-concurrency", type=int, default=1, help="hudi_cdc's job.table_concurrency")
+    parser.add_argument("--probes", type=int, default=3, help="single records sent into the idle job afterwards")
+    parser.add_argument("--drain-timeout", type=float, default=600, help="seconds to wait for the backlog after producing")
+    parser.add_argument("--smoke", action="store_true", help=f"tiny sizes ({SMOKE})")
+    parser.add_argument("--out", type=Path, default=None, help="where the JSON goes (default build/bench)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    return args
+
+
+class _Job:
+    """hudi_cdc running continuously in a measured child process, and the batches it reported."""
+
+    def __init__(self, spec: JobSpec, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.batches_path, self.stop_path = directory / "batches.jsonl", directory / "stop"
+        self.log_path = directory / "child.log"
+        request = {"kind": "continuous", "job": asdict(spec), "batches": str(self.batches_path), "stop": str(self.stop_path)}
+        (directory / "spec.json").write_text(json.dumps(request, indent=2))
+        self.usage: TreeUsage | None = None
+        command = [sys.executable, "-m", "devkit.bench.child", str(directory / "spec.json"), str(directory / "result.json")]
+        self._thread = threading.Thread(target=self._run, args=(command,), name="bench-freshness-job", daemon=True)
+        self._thread.start()
+
+    def _run(self, command: list[str]) -> None:
+        self.usage = run_measured(command, cwd=CHECKOUT, env=child_env(), log_path=self.log_path)
+
+    def batches(self) -> list[dict[str, Any]]:
+        if not self.batches_path.exists():
+            return []
+        return [json.loads(line) for line in self.batches_path.read_text().splitlines() if line.strip()]
+
+    def wait_applied(self, ends: dict[tuple[str, int], int], timeout: float) -> bool:
+        """Wait until every partition's offset in `ends` is applied; False after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._thread.is_alive():
+                raise BenchError(f"the job exited {self.usage.exit_code if self.usage else '?'}: {self._tail()}")
+            applied = visible_at(self.batches())
+            if all(applied.get(tp, ([-1], []))[0][-1] >= offset for tp, offset in ends.items()):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def stop(self) -> TreeUsage:
+        self.stop_path.touch()
+        self._thread.join(timeout=300)
+        if self.usage is None:
+            raise BenchError(f"the job did not stop within 300 s; log {self.log_path}")
+        if self.usage.exit_code != 0:
+            raise BenchError(f"the job exited {self.usage.exit_code}: {self._tail()}")
+        return self.usage
+
+    def _tail(self) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return f"log {self.log_path}:\n" + "\n".join(text.splitlines()[-40:])
+
+
+class _Producer:
+    """Sends records and remembers where each landed and when it was produced."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+        self.sent: list[Sent] = []
+        self.failures: list[str] = []
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.failures.append(str(err))
+            return
+        self.sent.append(Sent(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1] / 1000))
+
+    def send(self, topic: str, record: KafkaRecord) -> None:
+        key, value = record
+        while True:
+            try:
+                self._producer.produce(topic, key=key, value=value, on_delivery=self._delivered)
+                break
+            except BufferError:
+                self._producer.poll(0.05)
+        self._producer.poll(0)
+
+    def flush(self) -> list[Sent]:
+        if self._producer.flush(120) or self.failures:
+            raise BenchError(f"producing failed: {self.failures[:3]}")
+        return sorted(self.sent, key=lambda s: s.at)
+
+
+def sustained_updates(topics: list[str], rows: int, count: int) -> list[tuple[str, KafkaRecord]]:
+    """`count` updates of random keys, round robin over the topics, each topic's positions growing."""
+    rng = random.Random(20261124)
+    per_topic: list[list[tuple[str, int, int]]] = [[] for _ in topics]
+    for i in range(count):
+        per_topic[i % len(topics)].append(("u", rng.randrange(rows), i // len(topics) + 1))
+    built = [list(records(source(_part(t)), changes)) for t, changes in zip(topics, per_topic, strict=True)]
+    return [(topics[i % len(topics)], built[i % len(topics)][i // len(topics)]) for i in range(count)]
+
+
+def _part(topic: str) -> str:
+    return topic.split(".")[1]
+
+
+def _paced(producer: _Producer, records_: list[tuple[str, KafkaRecord]], rate: float) -> None:
+    """Send `records_` at `rate` per second, in ticks of 50 ms, catching up after a slow tick."""
+    began = time.monotonic()
+    for i, (topic, record) in enumerate(records_):
+        due = began + i / rate
+        wait = due - time.monotonic()
+        if wait > 0.05:
+            time.sleep(wait)
+        producer.send(topic, record)
+
+
+def _ends(sent: Sequence[Sent]) -> dict[tuple[str, int], int]:
+    ends: dict[tuple[str, int], int] = {}
+    for s in sent:
+        ends[(s.topic, s.partition)] = max(s.offset, ends.get((s.topic, s.partition), -1))
+    return ends
+
+
+def _probe(kafka: LocalKafka, job: _Job, topic: str, version: int, idle_s: float) -> float:
+    """Send one update into the idle job; seconds until it is visible."""
+    time.sleep(idle_s)
+    producer = _Producer(kafka.bootstrap_servers)
+    producer.send(topic, next(records(source(_part(topic)), [("u", 0, version)])))
+    (sent,) = producer.flush()
+    del producer
+    if not job.wait_applied({(sent.topic, sent.partition): sent.offset}, timeout=600):
+        raise BenchError(f"a single record on {topic} was not applied within 600 s")
+    (latency,) = latencies([sent], job.batches())
+    assert latency is not None
+    return latency
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    root = run_dir("bench-freshness") / "data"
+    shutil.rmtree(root, ignore_errors=True)
+    began, load_before = time.monotonic(), os.getloadavg()
+    count = int(args.rate * args.seconds)
+    print(f"freshness: {args.tables} tables, {args.rows:,} rows each, {args.rate:g} events/s for {args.seconds:g} s "
+          f"({count:,} updates), trigger {args.trigger}; load average {load_before}", flush=True)  # fmt: skip
+    with LocalKafka(directory=run_dir("bench-freshness") / "kafka") as kafka:
+        topics = [source(f"fresh_{i}").topic for i in range(args.tables)]
+        kafka.create_topics(topics)
+        for topic in topics:
+            produce(kafka.bootstrap_servers, topic, records(source(_part(topic)), snapshot_changes(args.rows)))
+        updates = sustained_updates(topics, args.rows, count)
+        spec = JobSpec(job="hudi_cdc", bootstrap=kafka.bootstrap_servers, topics=topics, batch=10_000_000,
+                       table_path=str(root / "tables"), type="COPY_ON_WRITE", partitioned=False,
+                       work_dir=str(root / "work"), table_concurrency=args.table_concurrency,
+                       trigger_interval=args.trigger)  # fmt: skip
+        job = _Job(spec, root / "job")
+        loaded = {(t, 0): args.rows - 1 for t in topics}
+        if not job.wait_applied(loaded, timeout=1800):
+            raise BenchError(f"the snapshot was not applied within 1800 s; log {job.log_path}")
+        warm = job.batches()
+        print(f"  snapshot applied in {len(warm)} batch(es), {time.monotonic() - began:.0f} s; producing", flush=True)
+        producer = _Producer(kafka.bootstrap_servers)
+        _paced(producer, updates, args.rate)
+        sent = producer.flush()
+        del producer  # a librdkafka client outliving the broker logs connection errors until collected
+        drained = job.wait_applied(_ends(sent), timeout=args.drain_timeout)
+        sustained = [b for b in job.batches() if b["batch_id"] > warm[-1]["batch_id"]]
+        found = summarize(sent, sustained)
+        probes = [_probe(kafka, job, topics[0], count + i + 1, idle_s=10) for i in range(args.probes)] if drained else []
+        usage = job.stop()
+    cpu = sustained[-1]["cpu_s"] - warm[-1]["cpu_s"] if sustained else 0.0
+    result = {
+        "started": stamp, "command": " ".join(["python", "-m", "devkit.bench.freshness", *(argv or sys.argv[1:])]),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "freshness": asdict(found) | {"keeps_up": found.keeps_up, "meets_goal": found.meets_goal},
+        "drained": drained, "probes_s": probes,
+        "sustained_batches": len(sustained),
+        "batch_s": [b["seconds"] for b in sustained],
+        "sustained_cpu_s": cpu,
+        "peak_rss_mb": max((b["rss_mb"] for b in sustained), default=None),
+        "job_cpu_s": usage.cpu_s, "job_wall_s": usage.wall_s, "seconds": time.monotonic() - began,
+    }  # fmt: skip
+    print(text(result))
+    out = args.out or build_dir() / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"freshness-{stamp}.json"
+    path.write_text(json.dumps(result, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+def text(result: dict[str, Any]) -> str:
+    """The result as a reader wants it: latencies, rate, keeping up, CPU, probes."""
+    f = result["freshness"]
+    s = result["settings"]
+    batch_s = result["batch_s"]
+    lines = [
+        f"freshness: {s['tables']} tables, target {s['rate']:g} events/s for {s['seconds']:g} s, trigger {s['trigger']}",
+        f"  produced {f['produced']:,} at {f['rate']:.0f} events/s; visible {f['visible']:,}"
+        + ("" if result["drained"] else " (NOT drained within the timeout)"),
+        f"  produced -> visible: p50 {f['p50_s']:.1f} s, p95 {f['p95_s']:.1f} s, p99 {f['p99_s']:.1f} s, max {f['max_s']:.1f} s",
+        f"  p95 first third {f['p95_first_third_s']:.1f} s, last third {f['p95_last_third_s']:.1f} s: "
+        + ("keeps up" if f["keeps_up"] else "FALLS BEHIND"),
+        f"  {result['sustained_batches']} batches, median {percentile(batch_s, 50):.1f} s, max {max(batch_s, default=0):.1f} s; "
+        f"{result['sustained_cpu_s']:.0f} CPU s ({f['produced'] / max(result['sustained_cpu_s'], 1e-9):.0f} events per CPU s); "
+        f"peak RSS {result['peak_rss_mb'] or 0:.0f} MB",
+        f"  one record into the idle job: {', '.join(f'{p:.1f} s' for p in result['probes_s']) or 'not measured'}",
+        f"  goal p95 <= {GOAL_P95_S:g} s and keeping up: {'met' if f['meets_goal'] else 'MISSED'}",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
