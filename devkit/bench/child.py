@@ -4,9 +4,9 @@ The spec's `kind` says what to do:
 - `job`: start a local Spark, note the CPU the start-up took, run one job (see `jobs`) to the
   end of its topic, and report its batches (from the query's progress reports), its Spark jobs
   (the status tracker's jobs of the query's run id) and the CPU at each step;
-- `continuous`: run hudi_cdc continuously (the freshness bench, `devkit.bench.freshness`):
-  after every batch append a line to the spec's `batches` file (wall clock, CPU so far, each
-  table's newest applied Kafka offsets), and stop the query once the spec's `stop` file exists;
+- `continuous`: run hudi_cdc or the plain job continuously (the freshness bench,
+  `devkit.bench.freshness`): after every batch append a line to the spec's `batches` file
+  (`BatchLines`), and stop the query once the spec's `stop` file exists;
 - `verify`: the honesty check: the hudi_cdc and the plain Hudi table of each topic hold the
   same source columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
 
@@ -30,16 +30,16 @@ from typing import Any
 import psutil
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
-from devkit.bench.jobs import JobSpec, hudi_cdc_config, run_job
+from devkit.bench.jobs import JobSpec, run_job
+from devkit.bench.jobs import run_continuous as run_continuous_job
 from devkit.bench.measure import tree_cpu_seconds, tree_rss_bytes
 from devkit.bench.profile import StepTimer, label_actions
 from devkit.bench.workloads import DATA_COLUMNS, PARTITION_COLUMN, row
 from devkit.debezium import epoch_micros
-from hudi_cdc import stream
 from hudi_cdc.logging_setup import configure
-from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.spark_session import get_or_create_session, jvm
 
 EXIT_DIFFERENT = 3
@@ -134,32 +134,59 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
     } | ({"jvm_thread_cpu_s": threads, "codegen_compilations": compiles, "codegen_compile_ms": compile_ms} if threads else {})
 
 
-def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
-    """hudi_cdc's continuous run, one line per batch in `spec["batches"]`, until `spec["stop"]` exists.
+class BatchLines(StreamingQueryListener):
+    """Appends a line to `path` for every batch that read records, once Spark reports it done.
 
-    A batch's line is written by a batch listener, which the job calls after every table's
-    commit (and metastore sync): from then on a query engine reading the table sees the batch.
+    Spark reports a batch's progress after its foreachBatch returned, so after every Hudi
+    commit of the batch: from then on a query engine reading the table sees it. The line holds
+    the wall clock, the process tree's CPU and RSS, and per topic partition the newest offset
+    the batch read (the source's end offset is the next one to read).
     """
-    me = psutil.Process()
-    job = JobSpec(**spec["job"])
-    spark = start_spark("bench-freshness", None, spec.get("spark_conf"))
-    batches, stop = Path(spec["batches"]), Path(spec["stop"])
 
-    def batch_done(metrics: BatchMetrics) -> None:
-        tables = {t.table: {"read": t.read, "applied_through": t.applied_through, "error": t.error} for t in metrics.tables}
-        line = {"at": time.time(), "batch_id": metrics.batch_id, "seconds": metrics.seconds,
-                "cpu_s": tree_cpu_seconds(me), "rss_mb": tree_rss_bytes(me) / 2**20, "tables": tables}  # fmt: skip
-        with batches.open("a") as out:
+    def __init__(self, path: Path) -> None:
+        self.path, self.me = path, psutil.Process()
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        if progress.numInputRows == 0:
+            return
+        applied: dict[str, dict[str, int]] = {}
+        for source in progress.sources:
+            for topic, partitions in json.loads(source.endOffset).items():
+                applied.setdefault(topic, {}).update({p: int(end) - 1 for p, end in partitions.items()})
+        line = {"at": time.time(), "batch_id": progress.batchId, "rows": progress.numInputRows,
+                "seconds": progress.durationMs.get("triggerExecution", 0) / 1000,
+                "cpu_s": tree_cpu_seconds(self.me), "rss_mb": tree_rss_bytes(self.me) / 2**20,
+                "tables": {progress.name: {"applied_through": applied}}}  # fmt: skip
+        with self.path.open("a") as out:
             out.write(json.dumps(line) + "\n")
 
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass
+
+
+def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
+    """The job running continuously (`jobs.run_continuous`), one line per batch in `spec["batches"]`
+    (see `BatchLines`), until the file `spec["stop"]` exists."""
+    job = JobSpec(**spec["job"])
+    spark = start_spark(f"bench-freshness-{job.job}", None, spec.get("spark_conf"))
+    spark.streams.addListener(BatchLines(Path(spec["batches"])))
+    stop = Path(spec["stop"])
+
     def stop_when_asked() -> None:
-        while not stop.exists():
+        while not stop.exists() or not spark.streams.active:
             time.sleep(0.5)
         for query in spark.streams.active:
             query.stop()
 
     threading.Thread(target=stop_when_asked, name="bench-stop", daemon=True).start()
-    stream.run(spark, hudi_cdc_config(job), once=False, on_batch=batch_done)
+    run_continuous_job(spark, job)
     stop_spark(spark)
     return {"job": job.job}
 

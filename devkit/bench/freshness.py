@@ -4,20 +4,21 @@
     python -m devkit.bench.freshness --rate 200 --seconds 120 # a rate this machine keeps up with?
     python -m devkit.bench.freshness --smoke                  # tiny: checks the bench works
 
-What it does, on a local Kafka:
-1. Loads `--rows` snapshot rows into each of `--tables` topics and starts hudi_cdc continuously
-   (`hudi-cdc run` semantics: `job.trigger_interval` = `--trigger`, no batch size limit) in its
-   own process (`devkit.bench.child`, kind `continuous`). Waits until the snapshot is applied:
-   warm-up, not measured.
+What it does, on a local Kafka, for hudi_cdc and then for the plain Hudi upsert job (the
+baseline of `make bench`, `devkit.bench.jobs`), each on topics of its own with the same records:
+1. Loads `--rows` snapshot rows into each of `--tables` topics and starts the job continuously
+   (trigger every `--trigger`, no batch size limit) in its own process (`devkit.bench.child`,
+   kind `continuous`). Waits until the snapshot is applied: warm-up, not measured.
 2. Produces `--rate` updates per second, spread over the topics, for `--seconds` (records are
    built beforehand, so the producer only sends). Every record's Kafka timestamp is its
    produce time.
 3. Waits until every record is applied (or `--drain-timeout`), then sends `--probes` single
    records into the idle job, one at a time: the smallest batch latency.
 
-A record is *visible* when the batch that applied it has committed every table (the job's batch
-listener runs after the commits and the metastore sync): from that moment a query engine that
-reads the Hudi timeline at query time, as Trino's and Presto's Hudi connectors do, sees it.
+A record is *visible* when Spark reports the batch that read it as done: after its foreachBatch
+returned, so after every table's Hudi commit (and, for hudi_cdc, the metastore sync). From that
+moment a query engine that reads the Hudi timeline at query time, as Trino's and Presto's Hudi
+connectors do, sees it.
 Latency = visible - produced. The job keeps up when the latency of the last third of the
 records is no more than 1.5x that of the first third (a backlog that grows shows as growing
 latency). Prints the numbers and writes build/bench/freshness-<time>.json.
@@ -160,12 +161,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--table-concurrency", type=int, default=1, help="hudi_cdc's job.table_concurrency")
     parser.add_argument("--probes", type=int, default=3, help="single records sent into the idle job afterwards")
     parser.add_argument("--drain-timeout", type=float, default=600, help="seconds to wait for the backlog after producing")
+    parser.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated jobs to measure ({', '.join(JOBS)})")
     parser.add_argument("--smoke", action="store_true", help=f"tiny sizes ({SMOKE})")
     parser.add_argument("--out", type=Path, default=None, help="where the JSON goes (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
         for key, value in SMOKE.items():
             setattr(args, key, value)
+    args.jobs = [job for job in args.jobs.split(",") if job]
+    unknown = set(args.jobs) - set(JOBS)
+    if unknown:
+        parser.error(f"unknown job(s) {sorted(unknown)}; valid: {', '.join(JOBS)}")
     return args
 
 
@@ -293,69 +299,87 @@ def _probe(kafka: LocalKafka, job: _Job, topic: str, version: int, idle_s: float
     return latency
 
 
+JOBS = ("hudi_cdc", "plain")
+"""The jobs measured, one after the other: hudi_cdc and the plain Hudi upsert job (`devkit.bench.jobs`)."""
+
+
+def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    """Load, sustain, drain and probe one job on its own topics; what it measured."""
+    began = time.monotonic()
+    count = int(args.rate * args.seconds)
+    topics = [source(f"fresh_{job}_{i}").topic for i in range(args.tables)]
+    kafka.create_topics(topics)
+    for topic in topics:
+        produce(kafka.bootstrap_servers, topic, records(source(_part(topic)), snapshot_changes(args.rows)))
+    updates = sustained_updates(topics, args.rows, count)
+    spec = JobSpec(job=job, bootstrap=kafka.bootstrap_servers, topics=topics, batch=10_000_000,
+                   table_path=str(root / job / "tables"), type="COPY_ON_WRITE", partitioned=False,
+                   work_dir=str(root / job / "work"), table_concurrency=args.table_concurrency,
+                   trigger_interval=args.trigger)  # fmt: skip
+    running = _Job(spec, root / job / "run")
+    if not running.wait_applied({(t, 0): args.rows - 1 for t in topics}, timeout=1800):
+        raise BenchError(f"{job}: the snapshot was not applied within 1800 s; log {running.log_path}")
+    warm = running.batches()
+    print(f"  {job}: snapshot applied in {len(warm)} batch(es), {time.monotonic() - began:.0f} s; producing", flush=True)
+    producer = _Producer(kafka.bootstrap_servers)
+    _paced(producer, updates, args.rate)
+    sent = producer.flush()
+    del producer  # a librdkafka client outliving the broker logs connection errors until collected
+    drained = running.wait_applied(_ends(sent), timeout=args.drain_timeout)
+    sustained = [b for b in running.batches() if b["batch_id"] > warm[-1]["batch_id"]]
+    found = summarize(sent, sustained)
+    probes = [_probe(kafka, running, topics[0], count + i + 1, idle_s=10) for i in range(args.probes)] if drained else []
+    usage = running.stop()
+    result = {
+        "job": job,
+        "freshness": asdict(found) | {"keeps_up": found.keeps_up, "meets_goal": found.meets_goal},
+        "drained": drained, "probes_s": probes,
+        "sustained_batches": len(sustained),
+        "batch_s": [b["seconds"] for b in sustained],
+        "sustained_cpu_s": sustained[-1]["cpu_s"] - warm[-1]["cpu_s"] if sustained else 0.0,
+        "peak_rss_mb": max((b["rss_mb"] for b in sustained), default=None),
+        "job_cpu_s": usage.cpu_s, "job_wall_s": usage.wall_s, "load_average_after": os.getloadavg(),
+    }  # fmt: skip
+    print(text(result, args), flush=True)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     root = run_dir("bench-freshness") / "data"
     shutil.rmtree(root, ignore_errors=True)
     began, load_before = time.monotonic(), os.getloadavg()
-    count = int(args.rate * args.seconds)
-    print(f"freshness: {args.tables} tables, {args.rows:,} rows each, {args.rate:g} events/s for {args.seconds:g} s "
-          f"({count:,} updates), trigger {args.trigger}; load average {load_before}", flush=True)  # fmt: skip
+    print(f"freshness: {args.tables} tables, {args.rows:,} rows each, {args.rate:g} events/s for {args.seconds:g} s, "
+          f"trigger {args.trigger}; jobs {', '.join(args.jobs)}; load average {load_before}", flush=True)  # fmt: skip
     with LocalKafka(directory=run_dir("bench-freshness") / "kafka") as kafka:
-        topics = [source(f"fresh_{i}").topic for i in range(args.tables)]
-        kafka.create_topics(topics)
-        for topic in topics:
-            produce(kafka.bootstrap_servers, topic, records(source(_part(topic)), snapshot_changes(args.rows)))
-        updates = sustained_updates(topics, args.rows, count)
-        spec = JobSpec(job="hudi_cdc", bootstrap=kafka.bootstrap_servers, topics=topics, batch=10_000_000,
-                       table_path=str(root / "tables"), type="COPY_ON_WRITE", partitioned=False,
-                       work_dir=str(root / "work"), table_concurrency=args.table_concurrency,
-                       trigger_interval=args.trigger)  # fmt: skip
-        job = _Job(spec, root / "job")
-        loaded = {(t, 0): args.rows - 1 for t in topics}
-        if not job.wait_applied(loaded, timeout=1800):
-            raise BenchError(f"the snapshot was not applied within 1800 s; log {job.log_path}")
-        warm = job.batches()
-        print(f"  snapshot applied in {len(warm)} batch(es), {time.monotonic() - began:.0f} s; producing", flush=True)
-        producer = _Producer(kafka.bootstrap_servers)
-        _paced(producer, updates, args.rate)
-        sent = producer.flush()
-        del producer  # a librdkafka client outliving the broker logs connection errors until collected
-        drained = job.wait_applied(_ends(sent), timeout=args.drain_timeout)
-        sustained = [b for b in job.batches() if b["batch_id"] > warm[-1]["batch_id"]]
-        found = summarize(sent, sustained)
-        probes = [_probe(kafka, job, topics[0], count + i + 1, idle_s=10) for i in range(args.probes)] if drained else []
-        usage = job.stop()
-    cpu = sustained[-1]["cpu_s"] - warm[-1]["cpu_s"] if sustained else 0.0
-    result = {
+        results = [measure_job(kafka, job, args, root) for job in args.jobs]
+    by_job = {r["job"]: r for r in results}
+    if set(by_job) == set(JOBS):
+        ours, plain = by_job["hudi_cdc"]["freshness"], by_job["plain"]["freshness"]
+        cpu = by_job["hudi_cdc"]["sustained_cpu_s"] / max(by_job["plain"]["sustained_cpu_s"], 1e-9)
+        print(f"\nhudi_cdc / plain: p95 {ours['p95_s'] / plain['p95_s']:.2f}x, p50 {ours['p50_s'] / plain['p50_s']:.2f}x, "
+              f"CPU s of the sustained phase {cpu:.2f}x")  # fmt: skip
+    document = {
         "started": stamp, "command": " ".join(["python", "-m", "devkit.bench.freshness", *(argv or sys.argv[1:])]),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "load_average": {"before": load_before, "after": os.getloadavg()},
-        "freshness": asdict(found) | {"keeps_up": found.keeps_up, "meets_goal": found.meets_goal},
-        "drained": drained, "probes_s": probes,
-        "sustained_batches": len(sustained),
-        "batch_s": [b["seconds"] for b in sustained],
-        "sustained_cpu_s": cpu,
-        "peak_rss_mb": max((b["rss_mb"] for b in sustained), default=None),
-        "job_cpu_s": usage.cpu_s, "job_wall_s": usage.wall_s, "seconds": time.monotonic() - began,
+        "jobs": results, "seconds": time.monotonic() - began,
     }  # fmt: skip
-    print(text(result))
     out = args.out or build_dir() / "bench"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"freshness-{stamp}.json"
-    path.write_text(json.dumps(result, indent=2))
-    print(f"wrote {path}")
+    path.write_text(json.dumps(document, indent=2))
+    print(f"\n{time.monotonic() - began:.0f} s in all; wrote {path}")
     return 0
 
 
-def text(result: dict[str, Any]) -> str:
-    """The result as a reader wants it: latencies, rate, keeping up, CPU, probes."""
+def text(result: dict[str, Any], args: argparse.Namespace) -> str:
+    """One job's result as a reader wants it: latencies, rate, keeping up, CPU, probes."""
     f = result["freshness"]
-    s = result["settings"]
     batch_s = result["batch_s"]
     lines = [
-        f"freshness: {s['tables']} tables, target {s['rate']:g} events/s for {s['seconds']:g} s, trigger {s['trigger']}",
+        f"{result['job']}: {args.tables} tables, target {args.rate:g} events/s for {args.seconds:g} s, trigger {args.trigger}",
         f"  produced {f['produced']:,} at {f['rate']:.0f} events/s; visible {f['visible']:,}"
         + ("" if result["drained"] else " (NOT drained within the timeout)"),
         f"  produced -> visible: p50 {f['p50_s']:.1f} s, p95 {f['p95_s']:.1f} s, p99 {f['p99_s']:.1f} s, max {f['max_s']:.1f} s",

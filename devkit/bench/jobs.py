@@ -28,6 +28,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from devkit.bench.workloads import KEY, PARTITION_COLUMN, TableType
 from hudi_cdc import stream
 from hudi_cdc.config import Config, TableConfig, parse_config
+from hudi_cdc.durations import parse_duration, spark_interval
 from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS, write_options
 
 TABLE_ORDERING_FIELDS = "hoodie.table.ordering.fields"
@@ -55,7 +56,7 @@ class JobSpec:
     table_concurrency: int = 1
     """hudi_cdc's `job.table_concurrency`."""
     trigger_interval: str | None = None
-    """hudi_cdc's `job.trigger_interval` when it runs continuously (the freshness bench); None: the default."""
+    """Run continuously at this interval (`5 seconds`; the freshness bench), None: until caught up."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -197,22 +198,38 @@ def _per_topic(batch: DataFrame, topics: int) -> Iterator[Callable[[str], DataFr
 def run_foreach(
     spark: SparkSession, spec: JobSpec, write: Callable[[DataFrame, int], None], on_batch_end: BatchEnd
 ) -> StreamingQuery:
-    """The plain or floor job: the same Kafka source as hudi_cdc, this foreachBatch, until caught up."""
+    """The plain or floor job: the same Kafka source as hudi_cdc, this foreachBatch, until caught up
+    (or, with `spec.trigger_interval`, every interval until stopped)."""
 
     def batch(rows: DataFrame, batch_id: int) -> None:
         write(rows, batch_id)
         on_batch_end()
 
-    query = (
+    writer = (
         stream.kafka_source(spark, hudi_cdc_config(spec))
         .writeStream.queryName(spec.job)
         .foreachBatch(batch)
         .option("checkpointLocation", str(Path(spec.work_dir) / f"cp-{spec.job}"))
-        .trigger(availableNow=True)
-        .start()
     )
+    if spec.trigger_interval:
+        writer = writer.trigger(processingTime=spark_interval(parse_duration(spec.trigger_interval)))
+    else:
+        writer = writer.trigger(availableNow=True)
+    query = writer.start()
     query.awaitTermination()
     return query
+
+
+def run_continuous(spark: SparkSession, spec: JobSpec) -> None:
+    """`spec.job` running every `spec.trigger_interval` until its query is stopped (the freshness bench)."""
+    if not spec.trigger_interval:
+        raise ValueError("a continuous run needs a trigger interval")
+    if spec.job == "hudi_cdc":
+        stream.run(spark, hudi_cdc_config(spec), once=False)
+    elif spec.job == "plain":
+        run_foreach(spark, spec, plain_batch(spec), lambda: None)
+    else:
+        raise ValueError(f"{spec.job!r} does not run continuously; valid: hudi_cdc, plain")
 
 
 def run_job(spark: SparkSession, spec: JobSpec, on_batch_end: BatchEnd) -> StreamingQuery:
