@@ -33,6 +33,7 @@ from hudi_cdc.decode_order import (
 from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas
 from hudi_cdc.decode_values import Values, typed_values
 from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
+from hudi_cdc.lineage import checkpointed
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 # PostgreSQL's unchanged-TOAST placeholder as the JSON converter writes it for text/json columns,
@@ -79,7 +80,7 @@ _ENVELOPE = StructType(
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """One table's decoded batch. Persist `parsed` (see `cached`) when both outputs are used."""
+    """One table's decoded batch. Compute `parsed` once (see `cached`) when several outputs are used."""
 
     parsed: DataFrame
     """One row per non-tombstone record: its event or its reject."""
@@ -104,8 +105,8 @@ class DecodeResult:
         return self.parsed.filter(F.col(_SKIPPED).isNotNull()).select(f"{_SKIPPED}.*")
 
     def cached(self) -> DecodeResult:
-        """The same result over a persisted parse (the caller unpersists `parsed`)."""
-        return DecodeResult(parsed=self.parsed.persist(), tombstones=self.tombstones, schema=self.schema)
+        """The same result over a parse computed once (`lineage.checkpointed`; the caller releases `parsed`)."""
+        return DecodeResult(parsed=checkpointed(self.parsed), tombstones=self.tombstones, schema=self.schema)
 
 
 def _is_envelope() -> Column:

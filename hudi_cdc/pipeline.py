@@ -33,6 +33,7 @@ from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.hudi.writer import RowCounts
+from hudi_cdc.lineage import checkpointed, release
 from hudi_cdc.merge import DELETE, NEW_KEY, UPSERT, new_key, rows_to_write, write_kind
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
 from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata
@@ -251,7 +252,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
             sticky=frozenset(table.partition_by),
         )
         # the fold result feeds both the counts and the write: compute it once
-        folded = result.rows.persist()
+        folded = checkpointed(result.rows)
         written = _count_outcomes(result, folded, table, metrics)
         if truncation is not None:
             metrics.deleted += counted.truncates
@@ -285,9 +286,9 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
             metrics.commit_seconds = time.monotonic() - began
         return metrics
     finally:
-        decoded.parsed.unpersist()
+        release(decoded.parsed)
         if folded is not None:
-            folded.unpersist()
+            release(folded)
 
 
 def _count_outcomes(result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics) -> RowCounts:

@@ -11,6 +11,7 @@ from devkit.debezium import Column, DebeziumTable
 from hudi_cdc.config import TableConfig
 from hudi_cdc.decode import decode
 from hudi_cdc.events import OP, ORDER, Op
+from hudi_cdc.lineage import release
 from hudi_cdc.routing import TABLE_COLUMN
 from hudi_cdc.tally import survey, tally
 from tests.unit.test_decode import KAFKA_COLUMNS, T0
@@ -48,7 +49,7 @@ def test_tally_and_survey_count_what_the_batch_holds(spark: SparkSession) -> Non
         events = decoded.events
         newest = events.filter(F.col(OP) == Op.TRUNCATE.value).agg(F.max(ORDER)).first()
     finally:
-        decoded.parsed.unpersist()
+        release(decoded.parsed)
     assert counted.skipped == 1 and len(counted.skip_reasons) == 1
     assert counted.rejects_by_class == {"MalformedJson": 1}
     assert counted.truncates == 2
