@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from devkit.bench.freshness import Sent, latencies, summarize, sustained_updates, visible_at
+from devkit.bench.freshness import Sent, capacity, latencies, summarize, sustained_updates, visible_at
 
 
 def _batch(at: float, applied: dict[str, dict[str, int]], *, error: str | None = None) -> dict[str, Any]:
@@ -36,8 +36,8 @@ def test_a_growing_latency_is_falling_behind() -> None:
     sent = [Sent("a", 0, i, float(i)) for i in range(9)]
     steady = [_batch(3.0, {"a": {"0": 2}}), _batch(6.0, {"a": {"0": 5}}), _batch(9.0, {"a": {"0": 8}})]
     falling = [_batch(3.0, {"a": {"0": 2}}), _batch(16.0, {"a": {"0": 5}}), _batch(40.0, {"a": {"0": 8}})]
-    assert summarize(sent, steady).keeps_up
-    assert not summarize(sent, falling).keeps_up
+    assert summarize(sent, steady).latency_steady
+    assert not summarize(sent, falling).latency_steady
     assert summarize(sent, falling).drain_s == 32.0
     assert summarize(sent, steady).p95_s == 3.0
 
@@ -46,7 +46,7 @@ def test_records_never_applied_fail_keeping_up_and_are_left_out_of_the_percentil
     sent = [Sent("a", 0, i, float(i)) for i in range(6)]
     found = summarize(sent, [_batch(10.0, {"a": {"0": 2}})])
     assert (found.produced, found.visible, found.drain_s) == (6, 3, None)
-    assert not found.keeps_up and not found.meets_goal
+    assert not found.latency_steady
     assert found.max_s == 10.0 and math.isnan(found.p95_last_third_s)
 
 
@@ -57,3 +57,8 @@ def test_updates_are_spread_round_robin_with_growing_positions_per_topic() -> No
     for topic in topics:
         positions = [value.decode().split('"pos":')[1].split(",")[0] for t, (_, value) in updates if t == topic and value]
         assert positions == sorted(positions, key=int) and len(set(positions)) == 3
+
+
+def test_capacity_is_events_per_cpu_second_times_cores() -> None:
+    assert capacity(120_000, cpu_s=256.0, cores=2) == 937.5
+    assert capacity(10, cpu_s=0.0, cores=2) == float("inf")
