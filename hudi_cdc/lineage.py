@@ -4,14 +4,15 @@ Why: every DataFrame call (select, join, unionByName) and every action analyses 
 the whole logical plan below it, on the driver. A batch's decode is one wide projection of
 hundreds of expressions and the fold builds on it, so each later step re-planned all of it.
 A checkpointed result is a one-node plan over blocks the executors already hold: what follows
-plans against that. Measured on warm batches of 1k changes into a 10k-row table: 12.5 -> 9.6 s
-of wall time per batch (BENCHMARKS.md, "Item 3, third round").
+plans against that. Measured on warm batches of 1k changes into a 10k-row table: 0.64x the CPU
+and 10.7 -> 5.9 s of wall time per batch (BENCHMARKS.md, "Item 3, third round").
 
 A local checkpoint lives in the executors' block managers (memory, spilling to disk). Spark
 frees it only when the JVM's garbage collector notices the DataFrame is gone (by default at
 most every 30 minutes), so the pipeline frees each one when its batch is done (`release`).
-An executor lost mid-batch takes its blocks with it and fails the batch's next Spark job; the
-batch is then retried from Kafka (see pipeline._run_table_isolating), not corrupted.
+An executor lost mid-batch takes its blocks with it and fails the batch's next Spark job, before
+Hudi commits; the table's batch is then split and run again from its Kafka records
+(pipeline._run_table_isolating), so nothing is lost or applied twice.
 """
 
 from __future__ import annotations

@@ -1,0 +1,29 @@
+"""lineage: a checkpoint is computed once under a one-node plan, and `release` really frees it.
+
+`release` reaches into Spark's plan (an internal API) and only logs at DEBUG when that fails, so
+a Spark upgrade that breaks it would leak every batch's blocks silently: this test is what notices.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from hudi_cdc.lineage import checkpointed, release
+
+
+def _held(spark: SparkSession, rdd_id: int) -> bool:
+    """Whether Spark holds the blocks of RDD `rdd_id` (other tests' RDDs may come and go meanwhile)."""
+    return bool(spark.sparkContext._jsc.getPersistentRDDs().containsKey(rdd_id))
+
+
+def test_a_checkpoint_is_one_plan_node_with_the_same_rows_and_release_frees_its_blocks(spark: SparkSession) -> None:
+    wide = spark.range(1000).select("id", *[(F.col("id") * i).alias(f"c{i}") for i in range(50)])
+    cut = checkpointed(wide)
+    plan = cut._jdf.queryExecution().analyzed()
+    assert plan.children().size() == 0, "the plan below the checkpoint is cut"
+    rdd_id = int(plan.rdd().id())
+    assert _held(spark, rdd_id)
+    assert cut.agg(F.sum("c49")).first()[0] == wide.agg(F.sum("c49")).first()[0]
+    release(cut)
+    assert not _held(spark, rdd_id)
