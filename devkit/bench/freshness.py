@@ -183,7 +183,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 class _Job:
-    """hudi_cdc running continuously in a measured child process, and the batches it reported."""
+    """A job (hudi_cdc or plain) running continuously in a measured child process, and the batches it reported."""
 
     def __init__(self, spec: JobSpec, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
