@@ -31,6 +31,7 @@ TriggerStrategy = Literal["NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND
 CompactionMode = Literal["inline", "schedule_only", "off"]
 WireFormat = Literal["json", "avro", "auto"]
 TableVersion = Literal[6, 9]
+IndexKind = Literal["simple", "record_level"]
 
 # Kafka client keys whose values are secrets: never logged, never shown in repr.
 _SECRET_KEY = re.compile(r"(password|secret|jaas|token|key\.pem|keystore\.key|credentials)", re.I)
@@ -148,6 +149,13 @@ class TableConfig(_Frozen):
     """Extra Hudi write options (file sizing, parallelism, metadata table, ...), applied after
     hudi_cdc's own. Keys hudi_cdc sets for correctness (record key, merge mode, index, retention,
     compaction: see `hudi.options.OWNED`) are refused; set compaction through `compaction`."""
+    index: IndexKind = "simple"
+    """How a batch finds where its keys are stored. `simple`: Hudi's (GLOBAL_)SIMPLE index; Hudi's
+    tagging and the stored-row read both read every data file, so a batch costs more as the
+    table grows. `record_level`: Hudi's global record-level index in the metadata table; Hudi
+    tags by key lookups, and the stored-row read reads only the files holding the batch's keys
+    (see `stored_state.index_lookup_column` for the keys it applies to). Each commit also
+    updates the index; switching an existing table builds it from every file once."""
     table_version: TableVersion = 9
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
     hudi-rs and Trino 476, whose `_rt` is not a snapshot). 6: the format Hudi 0.14/0.15 readers

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from pyspark.util import inheritable_thread_target
 
 from hudi_cdc import dead_letter
@@ -31,7 +32,7 @@ from hudi_cdc.errors import CdcError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.options import trailing_columns, write_options
-from hudi_cdc.hudi.table import read_table
+from hudi_cdc.hudi.table import read_keys, read_table
 from hudi_cdc.hudi.writer import RowCounts
 from hudi_cdc.lineage import checkpointed, release
 from hudi_cdc.merge import DELETE, NEW_KEY, UPSERT, new_key, rows_to_write, write_kind
@@ -41,7 +42,13 @@ from hudi_cdc.progress import Mark, Progress, counts_of
 from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
 from hudi_cdc.spark_session import error_summary
-from hudi_cdc.stored_state import conform_events, data_schema, touched_rows
+from hudi_cdc.stored_state import (
+    INDEX_LOOKUP_MAX_KEYS,
+    conform_events,
+    data_schema,
+    index_lookup_column,
+    touched_rows,
+)
 from hudi_cdc.tally import DecodedTally, TableRecords, survey, survey_table, tally
 
 log = logging.getLogger(__name__)
@@ -241,9 +248,11 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
         changes, truncation, ignored = _split_truncates(events, counted, table)
         metrics.truncate_ignored = ignored
+        every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
+        lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
         result = fold(
             events=conform_events(changes, schema),
-            stored=touched_rows(stored, changes, schema, table, every_row=truncation is not None),
+            stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
             schema=schema,
             key=table.key,
             soft_deletes=table.deletes == "soft",
@@ -289,6 +298,22 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         release(decoded.parsed)
         if folded is not None:
             release(folded)
+
+
+def _stored_for_keys(
+    stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig
+) -> DataFrame | None:
+    """The stored table as the fold's key lookup reads it: only the files holding `changes`' keys,
+    when the record-level index can name them (`stored_state.index_lookup_column`), else all."""
+    column = index_lookup_column(table, schema)
+    if stored is None or column is None:
+        return stored
+    # the batch's distinct keys, at most one more than the limit: never the batch itself
+    keys = [row[0] for row in changes.select(column).distinct().limit(INDEX_LOOKUP_MAX_KEYS + 1).collect()]
+    if len(keys) > INDEX_LOOKUP_MAX_KEYS:
+        log.info("table %s: %d+ distinct keys; the stored-row read scans the table", table.name, len(keys))
+        return stored
+    return read_keys(changes.sparkSession, table.base_path, column, keys)
 
 
 def _count_outcomes(result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics) -> RowCounts:

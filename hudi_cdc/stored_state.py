@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import IntegerType, LongType, ShortType, StringType, StructType
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.events import (
@@ -23,9 +23,17 @@ from hudi_cdc.events import (
     SOURCE,
     TS_MS,
 )
+from hudi_cdc.hudi.options import key_generator
 
 CDC_COLUMNS = [OP, ORDER, TS_MS, SOURCE, INGESTED_AT, COLUMN_ORDERS]
 """The `_cdc_*` columns every table stores after its data columns (soft-delete tables add DELETED)."""
+
+INDEX_LOOKUP_MAX_KEYS = 20_000
+"""Distinct keys a batch may look up in the record-level index; with more, the stored-row read
+scans the table (the keys travel to the driver and into the read's filter)."""
+
+_INDEX_KEY_GENERATORS = ("NonpartitionedKeyGenerator", "SimpleKeyGenerator")
+_INDEX_KEY_TYPES = (StringType, LongType, IntegerType, ShortType)
 
 _CDC_TYPES = {
     OP: "string",
@@ -61,6 +69,22 @@ def conform_events(events: DataFrame, schema: StructType) -> DataFrame:
         for f in schema.fields
     ]
     return events.select(*data, *[c for c in events.columns if c not in names])
+
+
+def index_lookup_column(table: TableConfig, schema: StructType) -> str | None:
+    """The key column whose values the stored-row read may look up in the record-level index, or None.
+
+    Only where the record key Hudi stores is the column's value as text: one key column of a
+    string or integer type, written by the non-partitioned or simple key generator. A decimal,
+    date or timestamp key, or a composite one, is stored in an encoding the read's key filter
+    does not reproduce, and a file pruned by mistake would hide a stored row from the fold.
+    """
+    if table.index != "record_level" or len(table.key) != 1:
+        return None
+    column = table.key[0]
+    if column not in schema.fieldNames() or not isinstance(schema[column].dataType, _INDEX_KEY_TYPES):
+        return None
+    return column if key_generator(table).endswith(_INDEX_KEY_GENERATORS) else None
 
 
 def _column_type(column: str, schema: StructType) -> str:

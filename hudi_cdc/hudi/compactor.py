@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi.compaction import MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, TRIGGER_STRATEGY
-from hudi_cdc.hudi.options import WRITE_TABLE_VERSION
+from hudi_cdc.hudi.options import WRITE_TABLE_VERSION, index_options
 from hudi_cdc.hudi.retention import archival_options
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,9 @@ def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = Fal
         # without it the procedure upgrades the metadata table of a version-6 table to 9 (measured),
         # which PrestoDB's Hudi 0.14 then fails to open
         WRITE_TABLE_VERSION: str(table.table_version),
+        # a write client whose config lacks the record-level index deletes it from the metadata table
+        # (Hudi's HoodieTable.deleteMetadataIndexIfNecessary): the same index settings as the writer
+        **index_options(table),
     }
     rendered = ",".join(f"{k}={v}" for k, v in options.items())
     # a table path, never a user string, goes into the statement

@@ -26,6 +26,10 @@ MERGE_MODE_DEFAULT = "COMMIT_TIME_ORDERING"
 COMBINE_BEFORE_UPSERT = "hoodie.combine.before.upsert"
 INDEX_TYPE = "hoodie.index.type"
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = "hoodie.simple.index.update.partition.path"
+RECORD_INDEX = "hoodie.metadata.global.record.level.index.enable"
+"""Keep the global record-level index in the metadata table (a write option, and a read option
+that lets data skipping use it)."""
+RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
 COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 COMPRESSION_CODEC_DEFAULT = "snappy"  # cheaper CPU than zstd on small, frequent commits
 NULL_FOR_MISSING_COLUMNS = "hoodie.write.set.null.for.missing.columns"
@@ -58,7 +62,7 @@ OWNED = frozenset(
     {
         TABLE_NAME, TABLE_TYPE, OPERATION, RECORD_KEY, PARTITION_PATH, KEY_GENERATOR,
         HIVE_STYLE_PARTITIONING, MERGE_MODE, COMBINE_BEFORE_UPSERT, INDEX_TYPE,
-        SIMPLE_INDEX_UPDATE_PARTITION_PATH, NULL_FOR_MISSING_COLUMNS, KEEP_MIN_COMMITS, KEEP_MAX_COMMITS,
+        SIMPLE_INDEX_UPDATE_PARTITION_PATH, RECORD_INDEX, RECORD_INDEX_UPDATE_PARTITION_PATH, NULL_FOR_MISSING_COLUMNS, KEEP_MIN_COMMITS, KEEP_MAX_COMMITS,
         COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, WRITE_TABLE_VERSION,
         *COMPACTION_KEYS,
     }
@@ -90,6 +94,17 @@ def trailing_columns(table: TableConfig) -> tuple[str, ...]:
     return ()
 
 
+def index_options(table: TableConfig) -> dict[str, str]:
+    """The index Hudi tags a batch's rows with (`TableConfig.index`).
+
+    A key lives in one place: a global index moves a row whose partition column changed (spec §4).
+    """
+    if table.index == "record_level":
+        # global by construction; without the metadata-table switch the index type alone is refused
+        return {INDEX_TYPE: "GLOBAL_RECORD_LEVEL_INDEX", RECORD_INDEX: "true", RECORD_INDEX_UPDATE_PARTITION_PATH: "true"}
+    return {INDEX_TYPE: "GLOBAL_SIMPLE" if table.partition_by else "SIMPLE", SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true"}
+
+
 def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, parallelism: int = 2) -> dict[str, str]:
     """Hudi datasource options for writing folded rows into `table` (`operation`: see `writer.operation`).
 
@@ -107,9 +122,7 @@ def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, para
         MERGE_MODE: MERGE_MODE_DEFAULT,
         # keys are unique after the fold: skip Hudi's pre-combine shuffle
         COMBINE_BEFORE_UPSERT: "false",
-        # a key lives in one place: a global index moves a row whose partition column changed (spec §4)
-        INDEX_TYPE: "GLOBAL_SIMPLE" if table.partition_by else "SIMPLE",
-        SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true",
+        **index_options(table),
         COMPRESSION_CODEC: COMPRESSION_CODEC_DEFAULT,
         # a bulk insert keeps the fold's partitioning (coalesced to `parallelism`): no sort
         BULK_INSERT_SORT_MODE: "NONE",

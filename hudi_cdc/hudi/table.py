@@ -6,10 +6,13 @@ details are in `hudi/timeline.py`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from hudi_cdc.hudi import fs
-from hudi_cdc.hudi.options import DATA_SKIPPING
+from hudi_cdc.hudi.options import DATA_SKIPPING, RECORD_INDEX
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
@@ -49,5 +52,21 @@ def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
     """
     if not table_exists(spark, base_path):
         return None
-    df = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path)
+    return _without_meta_columns(spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path))
+
+
+def read_keys(spark: SparkSession, base_path: str, column: str, keys: Sequence[object]) -> DataFrame:
+    """The stored rows whose record key `column` is one of `keys`, read from the files that hold them only.
+
+    Hudi's data skipping looks the keys up in the record-level index (metadata table) and lists
+    only the file groups they live in. The record-level index is the first index data skipping
+    consults, and it answers a key filter alone, so the column-stats lookup that deadlocked
+    concurrent tables (see `read_table`) does not run. The table must keep that index
+    (`TableConfig.index: record_level`); without it, data skipping prunes nothing.
+    """
+    df = spark.read.format("hudi").option(DATA_SKIPPING, "true").option(RECORD_INDEX, "true").load(base_path)
+    return _without_meta_columns(df.filter(F.col(column).isin(*keys)))
+
+
+def _without_meta_columns(df: DataFrame) -> DataFrame:
     return df.drop(*[c for c in df.columns if c.startswith("_hoodie_")])

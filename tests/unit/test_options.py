@@ -1,13 +1,33 @@
-"""Table config -> Hudi write options: the operation, the table version and the column order of version-6 MOR tables."""
+"""Table config -> Hudi write options: the operation, the table version, the column order of version-6 MOR tables, the index."""
 
 from __future__ import annotations
 
 import pytest
+from pyspark.sql.types import (
+    DataType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from hudi_cdc.config import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.hudi.options import OPERATION, WRITE_TABLE_VERSION, trailing_columns, write_options
+from hudi_cdc.hudi.options import (
+    INDEX_TYPE,
+    OPERATION,
+    RECORD_INDEX,
+    RECORD_INDEX_UPDATE_PARTITION_PATH,
+    SIMPLE_INDEX_UPDATE_PARTITION_PATH,
+    WRITE_TABLE_VERSION,
+    trailing_columns,
+    write_options,
+)
 from hudi_cdc.hudi.writer import RowCounts, operation
+from hudi_cdc.stored_state import index_lookup_column
 
 
 def _table(**fields: object) -> TableConfig:
@@ -69,3 +89,50 @@ def test_an_unknown_table_version_is_a_config_error_listing_the_valid_ones() -> 
     }
     with pytest.raises(ConfigError, match=r"tables\.0\.table_version.*6.*9"):
         parse_config(config)
+
+
+@pytest.mark.parametrize(
+    ("fields", "index", "record_index"),
+    [
+        ({}, "SIMPLE", None),
+        ({"partition_by": ["region"]}, "GLOBAL_SIMPLE", None),
+        ({"index": "record_level"}, "GLOBAL_RECORD_LEVEL_INDEX", "true"),
+        ({"index": "record_level", "partition_by": ["region"]}, "GLOBAL_RECORD_LEVEL_INDEX", "true"),
+    ],
+    ids=["simple", "simple-partitioned", "record-level", "record-level-partitioned"],
+)
+def test_every_index_is_global_and_moves_a_row_whose_partition_changed(
+    fields: dict[str, object], index: str, record_index: str | None
+) -> None:
+    options = write_options(_table(**fields))
+    assert options[INDEX_TYPE] == index
+    assert options.get(RECORD_INDEX) == record_index
+    moves = RECORD_INDEX_UPDATE_PARTITION_PATH if record_index else SIMPLE_INDEX_UPDATE_PARTITION_PATH
+    assert options[moves] == "true"
+
+
+def test_the_index_cannot_be_overridden_through_hoodie_options() -> None:
+    for key in (INDEX_TYPE, RECORD_INDEX, RECORD_INDEX_UPDATE_PARTITION_PATH):
+        with pytest.raises(ValueError, match="set by hudi_cdc for correctness"):
+            _table(hoodie_options={key: "false"})
+
+
+@pytest.mark.parametrize(
+    ("fields", "key_type", "column"),
+    [
+        ({"index": "record_level"}, LongType(), "id"),
+        ({"index": "record_level"}, StringType(), "id"),
+        ({"index": "record_level", "partition_by": ["region"]}, IntegerType(), "id"),
+        ({}, LongType(), None),
+        ({"index": "record_level", "key": ["id", "region"]}, LongType(), None),
+        ({"index": "record_level", "partition_by": ["region", "day"]}, LongType(), None),
+        ({"index": "record_level"}, DecimalType(10, 0), None),
+        ({"index": "record_level"}, TimestampType(), None),
+    ],
+    ids=["bigint", "string", "int-partitioned", "simple-index", "composite-key", "complex-keygen", "decimal", "timestamp"],
+)
+def test_the_stored_row_read_looks_keys_up_only_where_the_stored_key_is_the_value_as_text(
+    fields: dict[str, object], key_type: DataType, column: str | None
+) -> None:
+    schema = StructType([StructField("id", key_type), StructField("region", StringType()), StructField("day", StringType())])
+    assert index_lookup_column(_table(**fields), schema) == column
