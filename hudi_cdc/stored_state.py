@@ -28,9 +28,12 @@ from hudi_cdc.hudi.options import key_generator
 CDC_COLUMNS = [OP, ORDER, TS_MS, SOURCE, INGESTED_AT, COLUMN_ORDERS]
 """The `_cdc_*` columns every table stores after its data columns (soft-delete tables add DELETED)."""
 
-INDEX_LOOKUP_MAX_KEYS = 20_000
+INDEX_LOOKUP_MAX_KEYS = 256
 """Distinct keys a batch may look up in the record-level index; with more, the stored-row read
-scans the table (the keys travel to the driver and into the read's filter)."""
+scans the table. The keys travel to the driver and into the read's key filter, which Spark
+compiles as one expression per key (measured: 256 keys plan and run; 400 exceed the 64 KB
+limit of a generated method, so Spark falls back to interpreting the filter; 1,000 overflow the
+compiler's stack and fail the batch)."""
 
 _INDEX_KEY_GENERATORS = ("NonpartitionedKeyGenerator", "SimpleKeyGenerator")
 _INDEX_KEY_TYPES = (StringType, LongType, IntegerType, ShortType)

@@ -71,6 +71,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="keep Spark event logs of the hudi_cdc jobs, print where time goes")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for every job's session (repeatable), e.g. to compare JIT settings")  # fmt: skip
+    parser.add_argument("--index", choices=("simple", "record_level"), default="simple",
+                        help="the tables' `index` (the plain job writes with the same Hudi index)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="where results go (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     root = run_dir("bench") / "data"
     shutil.rmtree(root, ignore_errors=True)
     settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
-                        spark_conf=dict(_setting(kv) for kv in args.spark_conf))  # fmt: skip
+                        spark_conf=dict(_setting(kv) for kv in args.spark_conf), index=args.index)  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

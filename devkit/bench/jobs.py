@@ -27,7 +27,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from devkit.bench.workloads import KEY, PARTITION_COLUMN, TableType
 from hudi_cdc import stream
-from hudi_cdc.config import Config, TableConfig, parse_config
+from hudi_cdc.config import Config, IndexKind, TableConfig, parse_config
 from hudi_cdc.durations import parse_duration, spark_interval
 from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS, write_options
 
@@ -57,6 +57,8 @@ class JobSpec:
     """hudi_cdc's `job.table_concurrency`."""
     trigger_interval: str | None = None
     """Run continuously at this interval (`5 seconds`; the freshness bench), None: until caught up."""
+    index: IndexKind = "simple"
+    """The table's `index`; the plain job writes with the same Hudi index options (`plain_options`)."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -70,7 +72,7 @@ class JobSpec:
     def _table(self, name: str, path: str) -> TableConfig:
         return TableConfig(
             name=name, key=[KEY], base_path=path, type=self.type,
-            partition_by=[PARTITION_COLUMN] if self.partitioned else [],
+            partition_by=[PARTITION_COLUMN] if self.partitioned else [], index=self.index,
         )  # fmt: skip
 
 

@@ -32,6 +32,7 @@ from devkit.bench.report import JOBS, CaseResult, JobResult
 from devkit.bench.workloads import Case, Load, final_versions, records, snapshot_changes, source
 from devkit.debezium import KafkaRecord
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.config import IndexKind
 
 PROFILED = ("hudi_cdc", "plain")
 """The jobs `--profile` writes Spark event logs for."""
@@ -53,6 +54,8 @@ class Settings:
     """Write Spark event logs of the hudi_cdc and plain jobs and summarize them (`devkit.bench.profile`)."""
     spark_conf: dict[str, str] = field(default_factory=dict)
     """Extra Spark settings of every job's session (never of the check)."""
+    index: IndexKind = "simple"
+    """The tables' `index` (hudi_cdc's setting; the plain job gets the same Hudi index options)."""
 
 
 @dataclass
@@ -136,7 +139,7 @@ class Run:
         return JobSpec(
             job=job, bootstrap=self.kafka.bootstrap_servers, topics=topics, batch=batch,
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
-            table_concurrency=table_concurrency,
+            table_concurrency=table_concurrency, index=self.settings.index,
         )  # fmt: skip
 
     def _request(self, spec: JobSpec) -> dict[str, Any]:
