@@ -197,6 +197,9 @@ class TableConfig(_Frozen):
             raise ValueError("patch tables need `columns` (patch messages carry no schema)")
         if self.mode == "patch" and self.format != "json":
             raise ValueError("patch tables read JSON only (`format: json`)")
+        if self.index == "record_level" and str(self.hoodie_options.get("hoodie.metadata.enable", True)).lower() == "false":
+            raise ValueError("`index: record_level` keeps its index in Hudi's metadata table: "
+                             "remove `hoodie.metadata.enable: false` from `hoodie_options`")
         if self.mode == "patch" and self.ordering == "source":
             raise ValueError("patch tables need `ordering`: the message field that orders them, e.g. `ts`")
         return self

@@ -311,7 +311,9 @@ def _stored_for_keys(
     # the batch's distinct keys, at most one more than the limit: never the batch itself
     keys = [row[0] for row in changes.select(column).distinct().limit(INDEX_LOOKUP_MAX_KEYS + 1).collect()]
     if len(keys) > INDEX_LOOKUP_MAX_KEYS:
-        log.info("table %s: %d+ distinct keys; the stored-row read scans the table", table.name, len(keys))
+        log.info(
+            "table %s: more than %d distinct keys; the stored-row read scans the table", table.name, INDEX_LOOKUP_MAX_KEYS
+        )
         return stored
     return read_keys(changes.sparkSession, table.base_path, column, keys)
 

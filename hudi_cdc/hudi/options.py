@@ -30,6 +30,8 @@ RECORD_INDEX = "hoodie.metadata.global.record.level.index.enable"
 """Keep the global record-level index in the metadata table (a write option, and a read option
 that lets data skipping use it)."""
 RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
+COLUMN_STATS_INDEX = "hoodie.metadata.index.column.stats.enable"
+"""Off as a read option for key lookups (see `hudi.table.read_keys`)."""
 COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 COMPRESSION_CODEC_DEFAULT = "snappy"  # cheaper CPU than zstd on small, frequent commits
 NULL_FOR_MISSING_COLUMNS = "hoodie.write.set.null.for.missing.columns"

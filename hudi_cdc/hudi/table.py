@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_cdc.hudi import fs
-from hudi_cdc.hudi.options import DATA_SKIPPING, RECORD_INDEX
+from hudi_cdc.hudi.options import COLUMN_STATS_INDEX, DATA_SKIPPING, RECORD_INDEX
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
@@ -59,12 +59,18 @@ def read_keys(spark: SparkSession, base_path: str, column: str, keys: Sequence[o
     """The stored rows whose record key `column` is one of `keys`, read from the files that hold them only.
 
     Hudi's data skipping looks the keys up in the record-level index (metadata table) and lists
-    only the file groups they live in. The record-level index is the first index data skipping
-    consults, and it answers a key filter alone, so the column-stats lookup that deadlocked
-    concurrent tables (see `read_table`) does not run. The table must keep that index
-    (`TableConfig.index: record_level`); without it, data skipping prunes nothing.
+    only the file groups they live in. The column-stats index is off for this read: its lookup
+    is what deadlocked concurrent tables (see `read_table`), and a key filter needs only the
+    record-level index. The table must keep that index (`TableConfig.index: record_level`);
+    without it, nothing is pruned and the read scans.
     """
-    df = spark.read.format("hudi").option(DATA_SKIPPING, "true").option(RECORD_INDEX, "true").load(base_path)
+    df = (
+        spark.read.format("hudi")
+        .option(DATA_SKIPPING, "true")
+        .option(RECORD_INDEX, "true")
+        .option(COLUMN_STATS_INDEX, "false")
+        .load(base_path)
+    )
     return _without_meta_columns(df.filter(F.col(column).isin(*keys)))
 
 
