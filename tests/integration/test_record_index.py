@@ -82,8 +82,8 @@ def test_record_level_index_keeps_partial_updates_and_moves_and_prunes_the_read(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
     # merge-on-read: inserts may land in log files, where the index must find them too
-    table = {"name": "accounts", "key": ["id"], "type": "MERGE_ON_READ", "partition_by": ["region"]}
-    job = Job(spark, kafka, tmp_path, [{**table, "index": "record_level"}])
+    table = {"name": "accounts", "key": ["id"], "type": "MERGE_ON_READ", "partition_by": ["region"], "index": "record_level"}
+    job = Job(spark, kafka, tmp_path, [table])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
     for records in _batches(src):
         job.produce("accounts", records)
