@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.spark_session import jvm
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -96,6 +97,24 @@ def test_rerun_from_scratch_and_replayed_batch_give_identical_tables(
     assert table.replayed and table.upserted_rows == 0 and table.commit_time is None
     assert (table.read, table.applied, table.deleted) == (second.tables[0].read, 3, 1)
     assert first.rows_spark("t") == rows
+
+
+def test_a_warm_batch_reuses_sparks_generated_code(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> None:
+    """A batch shaped like the one before compiles almost no generated class again: Spark's codegen
+    cache holds a whole batch's classes (spark_session.CODEGEN_CACHE_DEFAULT). With Spark's default
+    of 100, every such batch compiled about 65 again (BENCHMARKS.md, fifth round)."""
+    job = Job(spark, kafka, tmp_path, [{"name": "t", "key": ["id"]}])
+    src = _table("t", job)
+    compilations = jvm(spark).org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    compiled: list[int] = []
+    for n in range(3):  # a first write, then two upserts of the same shape
+        op = "u" if n else "c"
+        job.produce("t", [src.change(op, after=_row(i, f"v{n}"), pos=100 * (n + 1) + i) for i in range(5)])
+        before = compilations.getCount()
+        job.run()
+        compiled.append(compilations.getCount() - before)
+    assert compiled[2] <= 10, f"classes compiled per batch: {compiled}"
+    assert [r["name"] for r in job.rows_spark("t")] == ["v2"] * 5
 
 
 def _data(rows: list[dict[str, object]]) -> list[dict[str, object]]:
