@@ -3,11 +3,13 @@
 The stored-row read of a record-level table reads only the files the index names for a batch's
 keys. A file pruned by mistake would hide a stored row from the fold and silently drop the
 stored values a partial update keeps, so the checks below are partial updates and partition
-moves, whose stored values only the stored row has.
+moves, whose stored values only the stored row has. A batch with more distinct keys than one
+lookup takes reads by the scan and must keep them too.
 """
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.hudi.table import read_keys
+from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -29,6 +32,7 @@ SOURCE = (
     Column("region", "string"),
 )
 KEYS = 40
+BULK = range(1000, 1000 + INDEX_LOOKUP_MAX_KEYS)
 
 
 def _row(i: int, name: str, region: str, balance: str = "1.00") -> dict[str, Any]:
@@ -54,16 +58,20 @@ def _batches(src: DebeziumTable) -> list[list[KafkaRecord]]:
         src.change("u", after={"id": 4, "name": "moved twice", "region": "us"}, partial=True, pos=2000),
         src.change("u", after={"id": 3, "balance": Decimal("33.00"), "region": _region(3)}, partial=True, pos=2001),
     ]
-    return [snapshot, changes, again]
+    # more distinct keys than one lookup takes: the stored-row read falls back to the scan
+    bulk = [src.change("c", after=_row(i, f"bulk{i}", _region(i)), pos=3000 + i) for i in BULK]
+    bulk.append(src.change("u", after={"id": 3, "name": "renamed again", "region": _region(3)}, partial=True, pos=9000))
+    return [snapshot, changes, again, bulk]
 
 
 def _expected() -> dict[int, dict[str, Any]]:
     rows = {i: _row(i, f"n{i}", _region(i), f"{i}.00") for i in range(1, KEYS + 1)}
-    rows[3] |= {"name": "renamed", "balance": Decimal("33.00")}
+    rows[3] |= {"name": "renamed again", "balance": Decimal("33.00")}
     rows[4] |= {"name": "moved twice", "region": "us"}
     del rows[5]
     rows[7] = _row(7, "full", "us", "7.77")
     rows[KEYS + 1] = _row(KEYS + 1, "new", "us", "9.99")
+    rows |= {i: _row(i, f"bulk{i}", _region(i)) for i in BULK}
     return rows
 
 
@@ -79,15 +87,17 @@ def _files_read(df: DataFrame) -> int:
 
 
 def test_record_level_index_keeps_partial_updates_and_moves_and_prunes_the_read(
-    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # merge-on-read: inserts may land in log files, where the index must find them too
     table = {"name": "accounts", "key": ["id"], "type": "MERGE_ON_READ", "partition_by": ["region"], "index": "record_level"}
     job = Job(spark, kafka, tmp_path, [table])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
-    for records in _batches(src):
-        job.produce("accounts", records)
-        job.run()
+    with caplog.at_level(logging.INFO, logger="hudi_cdc.pipeline"):
+        for records in _batches(src):
+            job.produce("accounts", records)
+            job.run()
+    assert sum("the stored-row read scans the table" in m for m in caplog.messages) == 1
 
     expected = sorted(_expected().values(), key=lambda r: r["id"])
     columns = ("id", "name", "balance", "region")
