@@ -7,6 +7,10 @@ A checkpointed result is a one-node plan over blocks the executors already hold:
 plans against that. Measured on warm batches of 1k changes into a 10k-row table: 0.64x the CPU
 and 10.7 -> 5.9 s of wall time per batch (BENCHMARKS.md, "Item 3, third round").
 
+The checkpoint is lazy: the first Spark job that reads it computes it and keeps its blocks, and
+later jobs read the blocks. An eager one would compute it in a job of its own, which costs a
+whole job's planning and scheduling per checkpoint (two per table and batch).
+
 A local checkpoint lives in the executors' block managers (memory, spilling to disk). Spark
 frees it only when the JVM's garbage collector notices the DataFrame is gone (by default at
 most every 30 minutes), so the pipeline frees each one when its batch is done (`release`).
@@ -25,8 +29,8 @@ log = logging.getLogger(__name__)
 
 
 def checkpointed(df: DataFrame) -> DataFrame:
-    """`df` computed now (one Spark job) and held by the executors, under a one-node plan."""
-    return df.localCheckpoint(eager=True)
+    """`df` under a one-node plan, computed by the first job that reads it and held by the executors."""
+    return df.localCheckpoint(eager=False)
 
 
 def release(df: DataFrame) -> None:

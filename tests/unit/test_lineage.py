@@ -27,3 +27,20 @@ def test_a_checkpoint_is_one_plan_node_with_the_same_rows_and_release_frees_its_
     assert cut.agg(F.sum("c49")).first()[0] == wide.agg(F.sum("c49")).first()[0]
     release(cut)
     assert not _held(spark, rdd_id)
+
+
+def test_a_checkpoint_is_computed_by_its_first_job_only(spark: SparkSession) -> None:
+    computed = spark.sparkContext.accumulator(0)
+
+    def counted(x: int) -> int:
+        computed.add(1)
+        return x
+
+    # a Python function only to count row evaluations; the pipeline itself has none
+    source = spark.range(100, numPartitions=2).select(F.udf(counted, "long")("id").alias("id"))
+    cut = checkpointed(source)
+    assert computed.value == 0, "nothing runs before a job reads the checkpoint"
+    assert cut.count() == 100 and cut.agg(F.sum("id")).first()[0] == sum(range(100))
+    assert cut.filter(F.col("id") > 49).count() == 50
+    assert computed.value == 100, "each row computed once, by the first job"
+    release(cut)
