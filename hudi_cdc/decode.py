@@ -34,6 +34,7 @@ from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_s
 from hudi_cdc.decode_values import Values, typed_values
 from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
 from hudi_cdc.lineage import checkpointed
+from hudi_cdc.plan_cache import PlanCache
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 # PostgreSQL's unchanged-TOAST placeholder as the JSON converter writes it for text/json columns,
@@ -58,8 +59,13 @@ _ENV = "__env"
 _TOP = "__top"
 _IMAGE = "__image"
 _RAW = "__raw"
-_ERROR_CLASS = "__error_class"
-_ERROR = "__error"
+_VALUE = "__value"
+_IMAGE_VALUE = "__image_value"
+_PRESENT = "__present"
+_ORDER = "__order"
+_NUMBER = "__number"
+_MALFORMED = "__malformed"
+_FAILED = "__failed"
 _OK = "__ok"
 _EVENT = "__event"
 _REJECT = "__reject"
@@ -237,37 +243,51 @@ def _non_data_reason(op: Column, payload: Column) -> Column:
     )
 
 
-def _first_error(checks: list[tuple[Column, str, Column]]) -> tuple[Column, Column]:
-    """(error class, message) of the first failing check, NULL when every check passes."""
-    error_class: Column = F.lit(None).cast("string")
-    message: Column = F.lit(None).cast("string")
-    for condition, name, text in reversed(checks):
+def _failed_check(checks: list[tuple[Column, str, Column]]) -> Column:
+    """Index of the first failing check, NULL when every check passes."""
+    index: Column | None = None
+    for i, (condition, _, _) in enumerate(checks):
         failed = F.coalesce(condition, F.lit(False))
-        error_class = F.when(failed, F.lit(name)).otherwise(error_class)
-        message = F.when(failed, text).otherwise(message)
-    return error_class, message
+        index = F.when(failed, F.lit(i)) if index is None else index.when(failed, F.lit(i))
+    return index if index is not None else F.lit(None).cast("int")
+
+
+def _error_of(checks: list[tuple[Column, str, Column]], failed: Column) -> tuple[Column, Column]:
+    """(error class, message) of the check at index `failed` (see `_failed_check`)."""
+    names = F.array(*[F.lit(name) for _, name, _ in checks])
+    message: Column | None = None
+    for i, (_, _, text) in enumerate(checks):
+        message = F.when(failed == i, text) if message is None else message.when(failed == i, text)
+    return F.element_at(names, failed + 1), message if message is not None else F.lit(None).cast("string")
 
 
 def _envelopes(raw: DataFrame) -> DataFrame:
     """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload` parts."""
+    return _apply(raw.filter(F.col("value").isNotNull()), _ENVELOPE_LEVELS.get("envelopes", _envelope_levels))
+
+
+def _envelope_levels() -> tuple[tuple[Column, ...], ...]:
+    is_envelope = _is_envelope()
     return (
-        raw.filter(F.col("value").isNotNull())
-        .withColumn(_JSON, F.col("value").cast("string"))
+        (F.col("value").cast("string").alias(_JSON),),
         # one parse finds both parts of an envelope
-        .select("*", F.json_tuple(F.col(_JSON), "schema", "payload").alias(_SCHEMA, _ENV_PAYLOAD))
-        .withColumn(_IS_ENV, _is_envelope())
+        (F.json_tuple(F.col(_JSON), "schema", "payload").alias(_SCHEMA, _ENV_PAYLOAD),),
         # `{"schema": null, "payload": {...}}` is an envelope whose records are typed like plain ones
-        .withColumn(_HAS_ENV, F.col(_IS_ENV) & F.col(_SCHEMA).isNotNull())
+        (is_envelope.alias(_IS_ENV), (is_envelope & F.col(_SCHEMA).isNotNull()).alias(_HAS_ENV)),
     )
 
 
-def _change_envelope(records: DataFrame, table: TableConfig, envelopes: list[str], types: BatchTypes) -> DataFrame:
-    """Add the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map."""
-    records = (
-        records.withColumn(_PAYLOAD, F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON)))
-        .withColumn(_PROFILE, _profile(table, envelopes))
-        .withColumn(_TOP, _parsed_or_null(F.col(_PAYLOAD), _top_level(table, types)))
-    )
+def _apply(records: DataFrame, levels: tuple[tuple[Column, ...], ...]) -> DataFrame:
+    """`records` with each level's columns added, a level at a time (a level reads the ones before it)."""
+    for level in levels:
+        records = records.select("*", *level)
+    return records
+
+
+def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
+    """Levels adding the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map."""
+    payload = F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON))
+    top = _parsed_or_null(F.col(_PAYLOAD), _top_level(table, types))
     if table.mode == "patch":
         env = F.struct(
             F.lit(Op.UPDATE.value).alias("op"),
@@ -276,15 +296,16 @@ def _change_envelope(records: DataFrame, table: TableConfig, envelopes: list[str
             F.col(_TOP)[table.patch_field].alias("after"),
             F.lit(None).cast(SOURCE_STRUCT).alias("source"),
         )
+        envelope_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
     else:
-        env = F.from_json(F.col(_PAYLOAD), _ENVELOPE)
+        envelope_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
     image = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
-    return (
-        records.withColumn(_ENV, env)
-        .withColumn(_IMAGE, image)
-        .withColumn(_RAW, F.from_json(F.col(_IMAGE), "map<string,string>"))
-    )
+    return [
+        [payload.alias(_PAYLOAD), _profile(table, envelopes).alias(_PROFILE)],
+        *envelope_levels,
+        [image.alias(_IMAGE)],
+    ]
 
 
 def _parsed_or_null(text: Column, schema: StructType) -> Column:
@@ -395,7 +416,7 @@ def _checks(
     ]  # fmt: skip
 
 
-def _reject_columns(table: TableConfig, wire: bool) -> list[Column | str]:
+def _reject_columns(table: TableConfig, wire: bool, error_class: Column, error: Column) -> list[Column | str]:
     """The dead-letter row of a rejected record (dead_letter.py's columns).
 
     `wire`: the records came through avro/wire.py, whose WIRE_KEY/WIRE_VALUE hold the bytes as
@@ -408,11 +429,11 @@ def _reject_columns(table: TableConfig, wire: bool) -> list[Column | str]:
         "offset",
         F.col(WIRE_KEY).alias("key") if wire else "key",
         F.col(WIRE_VALUE).alias("value") if wire else "value",
-        F.col(_ERROR_CLASS).alias("error_class"),
+        error_class.alias("error_class"),
         F.concat(
             F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset")),
             F.lit(f" table {table.name}: "),
-            F.col(_ERROR),
+            error,
             F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),
         ).alias("error_message"),
     ]
@@ -444,19 +465,51 @@ def _event_columns(
     ]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Everything decode adds to a table's enveloped records, for one set of batch schemas."""
+
+    levels: tuple[tuple[Column, ...], ...]
+    """Columns added a level at a time (see `_apply`)."""
+    output: tuple[Column, ...]
+    """The final projection: DecodeResult.parsed's columns."""
+    schema: StructType
+
+
+_ENVELOPE_LEVELS: PlanCache[tuple[tuple[Column, ...], ...]] = PlanCache(entries=1)
+_PLANS: PlanCache[_Plan] = PlanCache()
+
+
 def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
     """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset).
 
     Steps: find envelopes -> type the batch (its schemas) -> parse the change envelope -> typed
     values -> order -> judge each record (skipped / rejected / event), all in one projection.
+    The projection's expressions are built once per table config and set of batch schemas, and
+    reused by later batches (`plan_cache`).
     """
     tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
     records = _envelopes(raw)
-    envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV)) if table.mode == "full" else []
+    envelopes = tuple(distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))) if table.mode == "full" else ()
+    wire = WIRE_ERROR in records.columns
+    shape = (table.model_dump_json(), envelopes, wire)
+    plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), wire=wire))
+    return DecodeResult(
+        parsed=_apply(records, plan.levels).select(*plan.output), tombstones=tombstones, schema=plan.schema
+    )
+
+
+def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
+    """Build decode's expressions for a batch with these envelope schemas (`wire`: records came as Avro).
+
+    Typed values, PRESENT, ORDER and the failing check are columns of their own (a level each),
+    not expressions repeated inside every later one: the checks, the event and the reject all
+    read them, and a repeated expression is analysed on the driver and may be evaluated on the
+    executors once per use.
+    """
     types = batch_types(table, envelopes)
-    records = _change_envelope(records, table, envelopes, types)
-    records, values = typed_values(
-        records,
+    levels = _change_envelope(table, envelopes, types)
+    parses, values = typed_values(
         types,
         table,
         image=F.col(_IMAGE),
@@ -464,29 +517,57 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
         top=F.col(_TOP) if table.mode == "patch" else None,
         profile=F.col(_PROFILE),
     )
+    levels.append([F.from_json(F.col(_IMAGE), "map<string,string>").alias(_RAW), *[c.alias(n) for n, c in parses.items()]])
     op = F.col(f"{_ENV}.op")
-    present = _present(types, table, op, F.col(_RAW))
-    order = _order(table, types, values, op)
-    wire = WIRE_ERROR in records.columns
     wire_error = F.col(WIRE_ERROR) if wire else None
-    error_class, message = _first_error(_checks(table, types, values, op, present, order, wire_error))
     skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
     if wire_error is not None:
         skip_reason = F.when(wire_error.isNull(), skip_reason)
-    # one parse for both outputs: compute every output column once, split by the outcome
-    parsed = (
-        records.withColumn(_SKIP, skip_reason)
-        # a non-data record is skipped, not judged as a change event
-        .withColumn(_ERROR_CLASS, F.when(F.col(_SKIP).isNull(), error_class))
-        .withColumn(_ERROR, message)
-        .select(
-            (F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNull()).alias(_OK),
-            F.when(
-                F.col(_ERROR_CLASS).isNull() & F.col(_SKIP).isNotNull(),
-                F.struct(F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")),
-            ).alias(_SKIPPED),
-            F.struct(*_event_columns(table, types, values, op, present, order)).alias(_EVENT),
-            F.when(F.col(_ERROR_CLASS).isNotNull(), F.struct(*_reject_columns(table, wire))).alias(_REJECT),
-        )
+    value_columns, values = _materialized(values, table)
+    levels.append([*value_columns, _present(types, table, op, F.col(_RAW)).alias(_PRESENT), skip_reason.alias(_SKIP)])
+    present = F.col(_PRESENT)
+    built = _order(table, types, values, op)
+    number = [built.number.alias(_NUMBER)] if built.number is not None else []
+    levels.append([built.order.alias(_ORDER), built.malformed.alias(_MALFORMED), *number])
+    order = _Order(
+        order=F.col(_ORDER),
+        number=F.col(_NUMBER) if number else None,
+        malformed=F.col(_MALFORMED),
+        missing_reason=built.missing_reason,
     )
-    return DecodeResult(parsed=parsed, tombstones=tombstones, schema=types.schema)
+    checks = _checks(table, types, values, op, present, order, wire_error)
+    # a non-data record is skipped, not judged as a change event
+    levels.append([F.when(F.col(_SKIP).isNull(), _failed_check(checks)).alias(_FAILED)])
+    failed = F.col(_FAILED)
+    error_class, error = _error_of(checks, failed)
+    # one parse for both outputs: compute every output column once, split by the outcome
+    output = (
+        (failed.isNull() & F.col(_SKIP).isNull()).alias(_OK),
+        F.when(
+            failed.isNull() & F.col(_SKIP).isNotNull(),
+            F.struct(F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")),
+        ).alias(_SKIPPED),
+        F.struct(*_event_columns(table, types, values, op, present, order)).alias(_EVENT),
+        F.when(failed.isNotNull(), F.struct(*_reject_columns(table, wire, error_class, error))).alias(_REJECT),
+    )
+    return _Plan(levels=tuple(tuple(level) for level in levels), output=output, schema=types.schema)
+
+
+def _materialized(values: Values, table: TableConfig) -> tuple[list[Column], Values]:
+    """Columns holding each typed value, and the same Values reading them.
+
+    Key columns keep two: the value (Kafka key first) and the image's own, which a bad-value
+    check needs; every other column's two are the same expression.
+    """
+    columns: list[Column] = []
+    unmasked: dict[str, Column] = {}
+    image_only: dict[str, Column] = {}
+    for i, (name, value) in enumerate(values.unmasked.items()):
+        columns.append(value.alias(f"{_VALUE}{i}"))
+        unmasked[name] = F.col(f"{_VALUE}{i}")
+        if name in table.key:
+            columns.append(values.image_only[name].alias(f"{_IMAGE_VALUE}{i}"))
+            image_only[name] = F.col(f"{_IMAGE_VALUE}{i}")
+        else:
+            image_only[name] = unmasked[name]
+    return columns, Values(unmasked=unmasked, image_only=image_only, conflicts=values.conflicts)

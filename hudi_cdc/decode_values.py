@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
@@ -18,7 +18,7 @@ _KEYED = "__keyed"
 
 @dataclass(frozen=True)
 class Values:
-    """Per-column Spark expressions over the records `typed_values` returns."""
+    """Per-column Spark expressions over the records with `typed_values`' parse columns added."""
 
     unmasked: dict[str, Column]
     """Column -> typed value (key columns: Kafka key first, then the image), before PRESENT masks it."""
@@ -52,7 +52,6 @@ def _pick(
 
 
 def typed_values(
-    records: DataFrame,
     types: BatchTypes,
     table: TableConfig,
     *,
@@ -60,11 +59,13 @@ def typed_values(
     key_json: Column,
     top: Column | None,
     profile: Column,
-) -> tuple[DataFrame, Values]:
+) -> tuple[dict[str, Column], Values]:
     """Parse each record's image (and Kafka key) once per distinct wire struct; return typed values.
 
-    `top` is the parsed top level of a patch message, whose key columns come before the Kafka key.
+    Returns the parse columns to add to the records (one `withColumns`) and the typed values over
+    them. `top` is the parsed top level of a patch message, whose key columns come before the Kafka key.
     """
+    parses: dict[str, Column] = {}
     wires: list[StructType] = []
     parse_of: list[int] = []
     for p in types.profiles:
@@ -80,13 +81,11 @@ def typed_values(
         # parse only the records of this wire struct (CASE evaluates one branch per row)
         only = profile.isin(*users) if len(users) < count else None
         parsed = F.from_json(image, wire)
-        records = records.withColumn(f"{_TYPED}{j}", parsed if only is None else F.when(only, parsed))
+        parses[f"{_TYPED}{j}"] = parsed if only is None else F.when(only, parsed)
         key_wire = StructType([f for f in wire.fields if f.name in table.key])
         if key_wire.fields:
             key_parsed = F.from_json(key_json, key_wire)
-            records = records.withColumn(
-                f"{_KEYED}{j}", key_parsed if only is None else F.when(only, key_parsed)
-            )
+            parses[f"{_KEYED}{j}"] = key_parsed if only is None else F.when(only, key_parsed)
             keyed.add(j)
 
     unmasked: dict[str, Column] = {}
@@ -119,4 +118,4 @@ def typed_values(
         unmasked[name] = _pick(profile, [(ix, v) for ix, _, v in branches.values()], count, target)
         image_only[name] = _pick(profile, [(ix, v) for ix, v, _ in branches.values()], count, target)
         conflicts += [(name, indices, text) for text, indices in misfits.items()]
-    return records, Values(unmasked=unmasked, image_only=image_only, conflicts=conflicts)
+    return parses, Values(unmasked=unmasked, image_only=image_only, conflicts=conflicts)

@@ -598,3 +598,34 @@ def test_schemaless_debezium_encodings_are_read_exactly_with_declared_connect_sc
     row = {k: v for k, v in ANNE.items() if k != "profile"}
     (event,) = decode(kafka_rows(spark, [plain.change("c", after=row)]), table).events.collect()
     assert {k: event[k] for k in row} == row
+
+
+# ---- expressions built once per shape (plan_cache) -------------------------------------------
+def test_a_later_batch_of_the_same_shape_reuses_the_plan_and_decodes_its_own_records(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hudi_cdc.decode as decode_module
+
+    table = TableConfig(name="customers_plan_cache", key=["id"], base_path="/unused")
+    built: list[int] = []
+    real_plan = decode_module._plan
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(decode_module, "_plan", counted)
+    first = decode(kafka_rows(spark, [CUSTOMERS.change("c", after=ANNE, pos=10)]), table)
+    second = decode(kafka_rows(spark, [CUSTOMERS.change("c", after=SALLY, pos=20)]), table)
+    assert len(built) == 1
+    assert [r["first_name"] for r in first.events.collect()] == ["Anne"]
+    assert [r["first_name"] for r in second.events.collect()] == ["Sally"]
+
+    # a source schema change is another shape: the new column is typed, not dropped
+    wider = DebeziumTable(
+        server=CUSTOMERS.server, database=CUSTOMERS.database, table=CUSTOMERS.table, key=CUSTOMERS.key,
+        columns=[*CUSTOMERS.columns, Column("vip", "boolean")],
+    )  # fmt: skip
+    third = decode(kafka_rows(spark, [wider.change("c", after={**ANNE, "vip": True}, pos=30)]), table)
+    assert len(built) == 2
+    assert [(r["first_name"], r["vip"]) for r in third.events.collect()] == [("Anne", True)]
