@@ -38,6 +38,7 @@ from hudi_cdc.events import (
     Op,
     Outcome,
 )
+from hudi_cdc.plan_cache import PlanCache
 
 # Columns of FoldResult.rows that merge.py reads (never stored).
 EXISTS = "__exists"
@@ -55,11 +56,17 @@ _STORED_DEL = "__stored_del"
 _STORED_R = "__stored_r"
 _HAD_ROW = HAD_ROW
 _STORED_SIG = "__stored_sig"
+_FINAL_R = "__final_r"
 _NEVER = ""  # order of a column never written: sorts before every real order
 
 
 def _ord(column: str) -> str:
     return f"__ord__{column}"
+
+
+def _final_ord(index: int) -> str:
+    """The final order of the table's `index`-th column (by position: names may need quoting)."""
+    return f"__final_ord{index}"
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ class FoldResult:
         return _outcomes(self.events, rows, self.columns, self.key, self.floor)
 
 
-def _stored_as_writes(stored: DataFrame, columns: list[str], soft: bool) -> DataFrame:
+def _stored_as_writes(columns: list[str], soft: bool) -> list[Column]:
     """Turn stored rows into one pseudo-event each, carrying every column's own order."""
     r = F.col(ORDER)
     orders = F.coalesce(F.col(COLUMN_ORDERS), F.create_map().cast("map<string,string>"))
@@ -104,10 +111,10 @@ def _stored_as_writes(stored: DataFrame, columns: list[str], soft: bool) -> Data
         F.col(SOURCE),
         F.lit(True).alias(_IS_STORED),
     ]
-    return stored.select(*selected)
+    return selected
 
 
-def _events_as_writes(events: DataFrame, columns: list[str]) -> DataFrame:
+def _events_as_writes(columns: list[str]) -> list[Column]:
     """Each event writes the columns it carries (c/r/u) or clears older ones (d)."""
     writes = F.col(OP).isin(Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
     selected: list[Column] = [F.col(c) for c in columns]
@@ -122,7 +129,7 @@ def _events_as_writes(events: DataFrame, columns: list[str]) -> DataFrame:
         F.col(SOURCE),
         F.lit(False).alias(_IS_STORED),
     ]
-    return events.select(*selected)
+    return selected
 
 
 def _signature(delete_order: Column, column_orders: list[Column]) -> Column:
@@ -135,7 +142,7 @@ def _orders_map(columns: list[str], order_of: dict[str, Column]) -> Column:
     return F.map_from_arrays(F.array(*[F.lit(c) for c in columns]), F.array(*[order_of[c] for c in columns]))
 
 
-def _newest_writes(writes: DataFrame, columns: list[str], key: list[str]) -> DataFrame:
+def _newest_writes(columns: list[str], key: list[str]) -> list[Column]:
     """Per key: the newest delete, each column's newest write (order, value), the last event, stored state."""
     aggs: list[Column] = [
         F.max(_DEL).alias(_DEL),
@@ -158,29 +165,37 @@ def _newest_writes(writes: DataFrame, columns: list[str], key: list[str]) -> Dat
         F.max(F.when(F.col(_IS_STORED), F.col(_DEL))).alias(_STORED_DEL),
         F.max(F.when(F.col(_IS_STORED), F.col(ORDER))).alias(_STORED_R),
     ]
-    return writes.groupBy(*key).agg(*aggs)
+    return aggs
 
 
 def _final_rows(
-    grouped: DataFrame,
     columns: list[str],
     key: list[str],
     truncation: Truncation | None,
     soft_deletes: bool,
     sticky: frozenset[str],
-) -> DataFrame:
-    """Each key's final row and state from its newest writes: live columns, `_cdc_*`, changed or not."""
+) -> tuple[list[list[Column]], list[Column]]:
+    """Each key's final row and state from its newest writes: live columns, `_cdc_*`, changed or not.
+
+    Returns levels of columns to add to the newest writes (the final delete and each column's
+    final order, then whether the row exists and its order R: each is read many times below)
+    and the projection over them.
+    """
     trunc_order = F.lit(truncation.order if truncation else _NEVER)
     final_del = F.greatest(F.col(_DEL), trunc_order)
-    order_of: dict[str, Column] = {
-        c: F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER)) for c in columns
-    }
+    level = [final_del.alias(_FINAL_DEL)] + [
+        F.coalesce(F.col(f"__w__{c}") if c in key else F.col(f"__w__{c}.o"), F.lit(_NEVER)).alias(_final_ord(i))
+        for i, c in enumerate(columns)
+    ]
+    order_of: dict[str, Column] = {c: F.col(_final_ord(i)) for i, c in enumerate(columns)}
     live = {c: order_of[c] > F.col(_FINAL_DEL) for c in columns}
     exists = F.lit(False)
     for c in columns:
         exists = exists | live[c]
+    exists_now = F.col(_EXISTS)
     newest_write = F.greatest(*[order_of[c] for c in columns]) if len(columns) > 1 else order_of[columns[0]]
-    r = F.greatest(F.col(_FINAL_DEL), newest_write)
+    second_level = [exists.alias(_EXISTS), F.greatest(F.col(_FINAL_DEL), newest_write).alias(_FINAL_R)]
+    r = F.col(_FINAL_R)
     truncated_last = F.lit(truncation is not None) & (r == trunc_order) & (F.col(f"__last.{ORDER}") < r)
 
     # partition columns are where the row lives: a delete does not clear them, so a soft-deleted
@@ -193,37 +208,60 @@ def _final_rows(
     ]
     final_sig = _signature(F.col(_FINAL_DEL), [order_of[c] for c in columns])
     # a key whose stored state the batch does not change is not rewritten (late events, replays)
-    changed = F.when(F.col(_HAD_ROW), F.col(_STORED_SIG) != final_sig).otherwise(
-        F.col(_EXISTS) | F.lit(soft_deletes)
-    )
+    changed = F.when(F.col(_HAD_ROW), F.col(_STORED_SIG) != final_sig).otherwise(exists_now | F.lit(soft_deletes))
     exceptions = F.map_filter(_orders_map(columns, order_of), lambda _k, v: v != r)
     delete_entry = F.when(
-        (F.col(_FINAL_DEL) != _NEVER) & F.col(_EXISTS),
+        (F.col(_FINAL_DEL) != _NEVER) & exists_now,
         F.create_map(F.lit(DELETE_ORDER_KEY), F.col(_FINAL_DEL)),
     ).otherwise(F.create_map().cast("map<string,string>"))
-    return (
-        grouped.withColumn(_FINAL_DEL, final_del)
-        .withColumn(_EXISTS, exists)
-        .select(
-            *values,
-            F.when(truncated_last, F.lit(Op.TRUNCATE.value)).otherwise(F.col(f"__last.{OP}")).alias(OP),
-            r.alias(ORDER),
-            F.when(truncated_last, F.lit(truncation.ts_ms if truncation else None).cast("long"))
-            .otherwise(F.col(f"__last.{TS_MS}"))
-            .alias(TS_MS),
-            F.when(truncated_last, F.lit(truncation.source if truncation else None).cast("string"))
-            .otherwise(F.col(f"__last.{SOURCE}"))
-            .alias(SOURCE),
-            F.map_concat(exceptions, delete_entry).alias(COLUMN_ORDERS),
-            F.col(_EXISTS),
-            F.col(_HAD_ROW),
-            changed.alias(CHANGED),
-            F.col(_FINAL_DEL),
-            _orders_map(columns, order_of).alias(_FINAL_ORDERS),
-            F.col(_STORED_ORDERS),
-            F.col(_STORED_DEL),
-            F.col(_STORED_R),
-        )
+    final = [
+        *values,
+        F.when(truncated_last, F.lit(Op.TRUNCATE.value)).otherwise(F.col(f"__last.{OP}")).alias(OP),
+        r.alias(ORDER),
+        F.when(truncated_last, F.lit(truncation.ts_ms if truncation else None).cast("long"))
+        .otherwise(F.col(f"__last.{TS_MS}"))
+        .alias(TS_MS),
+        F.when(truncated_last, F.lit(truncation.source if truncation else None).cast("string"))
+        .otherwise(F.col(f"__last.{SOURCE}"))
+        .alias(SOURCE),
+        F.map_concat(exceptions, delete_entry).alias(COLUMN_ORDERS),
+        F.col(_EXISTS),
+        F.col(_HAD_ROW),
+        changed.alias(CHANGED),
+        F.col(_FINAL_DEL),
+        _orders_map(columns, order_of).alias(_FINAL_ORDERS),
+        F.col(_STORED_ORDERS),
+        F.col(_STORED_DEL),
+        F.col(_STORED_R),
+    ]
+    return [level, second_level], final
+
+
+@dataclass(frozen=True)
+class _FoldPlan:
+    """The fold's expressions for one table shape (built once, see `plan_cache`)."""
+
+    event_writes: tuple[Column, ...]
+    stored_writes: tuple[Column, ...]
+    newest_writes: tuple[Column, ...]
+    """Aggregations per key."""
+    final_levels: tuple[tuple[Column, ...], ...]
+    final_rows: tuple[Column, ...]
+
+
+_FOLDS: PlanCache[_FoldPlan] = PlanCache()
+
+
+def _fold_plan(
+    columns: list[str], key: list[str], soft_deletes: bool, newest: Truncation | None, sticky: frozenset[str]
+) -> _FoldPlan:
+    levels, final = _final_rows(columns, key, newest, soft_deletes, sticky)
+    return _FoldPlan(
+        event_writes=tuple(_events_as_writes(columns)),
+        stored_writes=tuple(_stored_as_writes(columns, soft_deletes)),
+        newest_writes=tuple(_newest_writes(columns, key)),
+        final_levels=tuple(tuple(level) for level in levels),
+        final_rows=tuple(final),
     )
 
 
@@ -252,10 +290,15 @@ def fold(
         sticky: columns a delete does not clear (the partition columns).
     """
     columns = [f.name for f in schema.fields]
-    writes = _events_as_writes(events, columns).unionByName(_stored_as_writes(stored, columns, soft_deletes))
     # the newest truncate known, this batch's or a remembered one: a delete of every key at its order
     newest = max((t for t in (truncation, remembered) if t is not None), key=lambda t: t.order, default=None)
-    rows = _final_rows(_newest_writes(writes, columns, key), columns, key, newest, soft_deletes, sticky)
+    shape = (tuple(columns), tuple(key), soft_deletes, newest, tuple(sorted(sticky)))
+    plan = _FOLDS.get(shape, lambda: _fold_plan(columns, key, soft_deletes, newest, sticky))
+    writes = events.select(*plan.event_writes).unionByName(stored.select(*plan.stored_writes))
+    grouped = writes.groupBy(*key).agg(*plan.newest_writes)
+    for level in plan.final_levels:
+        grouped = grouped.select("*", *level)
+    rows = grouped.select(*plan.final_rows)
     return FoldResult(
         rows=rows,
         events=events,
@@ -271,9 +314,21 @@ def _outcomes(events: DataFrame, rows: DataFrame, columns: list[str], key: list[
     The state before the batch (`__stored_*`) and after it (`__final_*`) both come from the
     folded rows: every event's key has exactly one.
     """
+    final, outcome = _JUDGEMENTS.get((tuple(columns), tuple(key), floor), lambda: _judgement(columns, key, floor))
+    return (
+        events.join(rows.select(*final), on=key, how="left")
+        .select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome"))
+    )
+
+
+_JUDGEMENTS: PlanCache[tuple[tuple[Column, ...], Column]] = PlanCache()
+
+
+def _judgement(columns: list[str], key: list[str], floor: str) -> tuple[tuple[Column, ...], Column]:
+    """(the folded rows' state columns an event is judged by, the outcome over them)."""
     stored_orders = F.map_from_arrays(F.array(*[F.lit(c) for c in columns]), F.col(_STORED_ORDERS))
-    final = rows.select(
-        *key, F.col(_FINAL_ORDERS), F.col(_FINAL_DEL), stored_orders.alias(_STORED_ORDERS),
+    final = (
+        *[F.col(k) for k in key], F.col(_FINAL_ORDERS), F.col(_FINAL_DEL), stored_orders.alias(_STORED_ORDERS),
         F.col(_STORED_DEL), F.col(_STORED_R),
     )  # fmt: skip
     o = F.col(ORDER)
@@ -303,7 +358,4 @@ def _outcomes(events: DataFrame, rows: DataFrame, columns: list[str], key: list[
         .when(wins, F.lit(Outcome.APPLIED.value))
         .otherwise(F.lit(Outcome.COLLAPSED.value))
     )
-    return (
-        events.join(final, on=key, how="left")
-        .select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, outcome.alias("outcome"))
-    )
+    return final, outcome

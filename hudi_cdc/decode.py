@@ -110,6 +110,16 @@ class DecodeResult:
         """Records that carry no row change (see `_non_data_reason`): topic, partition, offset, reason."""
         return self.parsed.filter(F.col(_SKIPPED).isNotNull()).select(f"{_SKIPPED}.*")
 
+    @property
+    def classified(self) -> DataFrame:
+        """Every parsed record once: `kind` (event, reject or skip), `label` (a reject's error class, a
+        skip's reason), then the events.py columns, NULL unless the record is an event."""
+        kind = F.when(F.col(_OK), F.lit("event")).when(F.col(_REJECT).isNotNull(), F.lit("reject")).otherwise(F.lit("skip"))
+        label = F.coalesce(F.col(f"{_REJECT}.error_class"), F.col(f"{_SKIPPED}.reason"))
+        return self.parsed.select(
+            kind.alias("kind"), label.alias("label"), F.when(F.col(_OK), F.col(_EVENT)).alias(_EVENT)
+        ).select("kind", "label", f"{_EVENT}.*")
+
     def cached(self) -> DecodeResult:
         """The same result over a parse computed once (`lineage.checkpointed`; the caller releases `parsed`)."""
         return DecodeResult(parsed=checkpointed(self.parsed), tombstones=self.tombstones, schema=self.schema)

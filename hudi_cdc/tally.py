@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.collapse import Truncation
@@ -77,24 +77,21 @@ class DecodedTally:
 
 
 def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
-    """Count a decoded batch (pass a `cached()` result: the parse is scanned three times in one job)."""
+    """Count a decoded batch in one aggregation over its parse (pass a `cached()` result)."""
     behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
     is_truncate = F.col(OP) == Op.TRUNCATE.value
-    events = decoded.events.select(
-        F.lit("event").alias("kind"),
-        F.lit(None).cast("string").alias("label"),
+    is_event = F.col("kind") == "event"
+    # rejects and skipped records have no event columns: only their kind and label count
+    counted = decoded.classified.select(
+        "kind",
+        "label",
         F.col(KAFKA_TOPIC).alias("topic"),
         F.col(KAFKA_PARTITION).cast("string").alias("partition"),
         F.col(TS_MS).alias("ts_ms"),
-        behind.cast("int").alias("behind"),
+        F.when(is_event, behind.cast("int")).alias("behind"),
         is_truncate.cast("int").alias("truncate"),
         F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
     )
-    others = [
-        _labelled(decoded.rejects, "reject", F.col("error_class"), events),
-        _labelled(decoded.skipped, "skip", F.col("reason"), events),
-    ]
-    counted = events.unionByName(others[0]).unionByName(others[1])
     rows = (
         counted.groupBy("kind", "label", "topic", "partition")
         .agg(
@@ -138,12 +135,3 @@ def _truncate_key(t: tuple[Any, ...]) -> tuple[Any, ...]:
     """Spark's struct order (NULL first) as a Python key: order, then source time, then position."""
     order, ts_ms, source = t
     return (order, ts_ms is not None, ts_ms or 0, source is not None, source or "")
-
-
-def _labelled(rows: DataFrame, kind: str, label: Column, like: DataFrame) -> DataFrame:
-    """Rejects or skipped records in the shape of the counted events (no event columns)."""
-    return rows.select(
-        F.lit(kind).alias("kind"),
-        label.cast("string").alias("label"),
-        *[F.lit(None).cast(f.dataType).alias(f.name) for f in like.schema.fields if f.name not in ("kind", "label")],
-    )
