@@ -21,8 +21,11 @@ from pyspark import SparkContext
 
 T = TypeVar("T")
 
-DEFAULT_ENTRIES = 64
-"""Shapes kept per cache: a few per table (a schema change adds one), for dozens of tables."""
+DEFAULT_ENTRIES = 512
+"""Shapes kept per cache. A table has one shape at a time (a schema change or a truncate adds
+one), and a job visits every table's shape in each batch: with more tables than entries the
+least recently used would be evicted every time and every batch would build anew. An entry is
+a few hundred expression objects in the driver's JVM."""
 
 
 class PlanCache(Generic[T]):
