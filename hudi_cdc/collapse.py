@@ -38,7 +38,7 @@ from hudi_cdc.events import (
     Op,
     Outcome,
 )
-from hudi_cdc.plan_cache import PlanCache
+from hudi_cdc.plan_cache import PlanCache, with_levels
 
 # Columns of FoldResult.rows that merge.py reads (never stored).
 EXISTS = "__exists"
@@ -296,9 +296,7 @@ def fold(
     plan = _FOLDS.get(shape, lambda: _fold_plan(columns, key, soft_deletes, newest, sticky))
     writes = events.select(*plan.event_writes).unionByName(stored.select(*plan.stored_writes))
     grouped = writes.groupBy(*key).agg(*plan.newest_writes)
-    for level in plan.final_levels:
-        grouped = grouped.select("*", *level)
-    rows = grouped.select(*plan.final_rows)
+    rows = with_levels(grouped, plan.final_levels).select(*plan.final_rows)
     return FoldResult(
         rows=rows,
         events=events,

@@ -34,7 +34,7 @@ from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_s
 from hudi_cdc.decode_values import Values, typed_values
 from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
 from hudi_cdc.lineage import checkpointed
-from hudi_cdc.plan_cache import PlanCache
+from hudi_cdc.plan_cache import PlanCache, with_levels
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 # PostgreSQL's unchanged-TOAST placeholder as the JSON converter writes it for text/json columns,
@@ -273,7 +273,7 @@ def _error_of(checks: list[tuple[Column, str, Column]], failed: Column) -> tuple
 
 def _envelopes(raw: DataFrame) -> DataFrame:
     """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload` parts."""
-    return _apply(raw.filter(F.col("value").isNotNull()), _ENVELOPE_LEVELS.get("envelopes", _envelope_levels))
+    return with_levels(raw.filter(F.col("value").isNotNull()), _ENVELOPE_LEVELS.get("envelopes", _envelope_levels))
 
 
 def _envelope_levels() -> tuple[tuple[Column, ...], ...]:
@@ -285,13 +285,6 @@ def _envelope_levels() -> tuple[tuple[Column, ...], ...]:
         # `{"schema": null, "payload": {...}}` is an envelope whose records are typed like plain ones
         (is_envelope.alias(_IS_ENV), (is_envelope & F.col(_SCHEMA).isNotNull()).alias(_HAS_ENV)),
     )
-
-
-def _apply(records: DataFrame, levels: tuple[tuple[Column, ...], ...]) -> DataFrame:
-    """`records` with each level's columns added, a level at a time (a level reads the ones before it)."""
-    for level in levels:
-        records = records.select("*", *level)
-    return records
 
 
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
@@ -480,7 +473,7 @@ class _Plan:
     """Everything decode adds to a table's enveloped records, for one set of batch schemas."""
 
     levels: tuple[tuple[Column, ...], ...]
-    """Columns added a level at a time (see `_apply`)."""
+    """Columns added a level at a time (see `plan_cache.with_levels`)."""
     output: tuple[Column, ...]
     """The final projection: DecodeResult.parsed's columns."""
     schema: StructType
@@ -505,7 +498,7 @@ def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
     shape = (table.model_dump_json(), envelopes, wire)
     plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), wire=wire))
     return DecodeResult(
-        parsed=_apply(records, plan.levels).select(*plan.output), tombstones=tombstones, schema=plan.schema
+        parsed=with_levels(records, plan.levels).select(*plan.output), tombstones=tombstones, schema=plan.schema
     )
 
 

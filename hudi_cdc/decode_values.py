@@ -62,7 +62,7 @@ def typed_values(
 ) -> tuple[dict[str, Column], Values]:
     """Parse each record's image (and Kafka key) once per distinct wire struct; return typed values.
 
-    Returns the parse columns to add to the records (one `withColumns`) and the typed values over
+    Returns the parse columns to add to the records (one level, see `plan_cache.with_levels`) and the typed values over
     them. `top` is the parsed top level of a patch message, whose key columns come before the Kafka key.
     """
     parses: dict[str, Column] = {}

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from pyspark import SparkContext
+from pyspark.sql import Column, DataFrame
 
 T = TypeVar("T")
 
@@ -53,6 +54,17 @@ class PlanCache(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._built)
+
+
+def with_levels(df: DataFrame, levels: Sequence[Sequence[Column]]) -> DataFrame:
+    """`df` with each level's columns added, a level at a time (a level reads the ones before it).
+
+    A value many later expressions read goes in a level of its own, so Spark analyses and
+    evaluates it once instead of once per use.
+    """
+    for level in levels:
+        df = df.select("*", *level)
+    return df
 
 
 def _gateway() -> object:
