@@ -1,0 +1,119 @@
+"""Warm-batch cost of `pipeline.run_batch` alone: no Kafka, no stream, one table, one process.
+
+    python -m devkit.bench.warm                    # 2,000 loaded rows, 14 batches of 250 updates
+    python -m devkit.bench.warm --batches 20 --profile
+
+Loads a table with one batch of snapshot reads, then applies batches of random updates, and
+prints the CPU seconds (this process and the Spark JVM it started) and the wall time of the
+batches after the first three, which pay the JVM's warm-up. To compare two commits, run it
+from a checkout of each, back to back, with nothing else running (BENCHMARKS.md, sixth round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import pstats
+import random
+import shutil
+import statistics
+import sys
+import time
+from decimal import Decimal
+
+import psutil
+from pyspark.sql import DataFrame, SparkSession
+
+import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench.measure import tree_cpu_seconds
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
+from devkit.services import run_dir
+from hudi_cdc.config import parse_config
+from hudi_cdc.pipeline import BatchContext, run_batch
+from hudi_cdc.spark_session import get_or_create_session
+
+TABLE = DebeziumTable(
+    server="bench",
+    database="inventory",
+    table="customers",
+    key=["id"],
+    columns=[
+        Column("id", "int32", optional=False),
+        Column("name", "string"),
+        Column("email", "string"),
+        Column("balance", "decimal", scale=2, precision=12),
+        Column("born", "date"),
+        Column("updated_at", "micro_timestamp"),
+    ],
+)
+WARM_UP = 3
+"""Batches left out of the figures: they pay class loading, JIT and code generation."""
+_KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+
+
+class _Source:
+    """Debezium change records as Spark Kafka source rows, with growing offsets and binlog positions."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark, self.offset, self.pos = spark, 0, 4
+        self.t0 = dt.datetime(2026, 1, 1)
+
+    def row(self, key: int) -> dict[str, object]:
+        return {"id": key, "name": f"n{key}", "email": f"e{self.pos}@example.org", "balance": Decimal("12.34"),
+                "born": dt.date(1990, 1, 1), "updated_at": self.t0 + dt.timedelta(seconds=self.pos)}  # fmt: skip
+
+    def batch(self, op: str, keys: list[int]) -> DataFrame:
+        records: list[KafkaRecord] = []
+        for key in keys:
+            self.pos += 1
+            records.append(TABLE.change(op, after=self.row(key), pos=self.pos))
+        rows = [(k, v, TABLE.topic, 0, self.offset + i, self.t0) for i, (k, v) in enumerate(records)]
+        self.offset += len(rows)
+        return self.spark.createDataFrame(rows, _KAFKA_COLUMNS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devkit.bench.warm", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000, help="rows loaded before the measured batches")
+    parser.add_argument("--batch", type=int, default=250, help="updates per batch (random keys)")
+    parser.add_argument("--batches", type=int, default=14, help=f"update batches; the first {WARM_UP} are left out")
+    parser.add_argument("--profile", action="store_true", help="print hudi_cdc's functions by cumulative time")
+    args = parser.parse_args(argv)
+    root = run_dir("bench-warm")
+    shutil.rmtree(root, ignore_errors=True)
+    spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]"})
+    spark.sparkContext.setLogLevel("ERROR")
+    config = parse_config({
+        "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
+        "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
+        "routes": [{"topic": TABLE.topic, "table": "customers"}],
+        "tables": [{"name": "customers", "key": ["id"], "base_path": str(root / "customers")}],
+    })  # fmt: skip
+    source, rng, me = _Source(spark), random.Random(1), psutil.Process()
+    run_batch(source.batch("r", list(range(args.rows))), BatchContext(config=config, batch_id=0))
+    profiler = cProfile.Profile()
+    cpu: list[float] = []
+    wall: list[float] = []
+    for batch_id in range(1, args.batches + 1):
+        raw = source.batch("u", [rng.randrange(args.rows) for _ in range(args.batch)])
+        warm = batch_id > WARM_UP
+        cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
+        if warm and args.profile:
+            profiler.enable()
+        run_batch(raw, BatchContext(config=config, batch_id=batch_id))
+        if warm and args.profile:
+            profiler.disable()
+        if warm:
+            cpu.append(tree_cpu_seconds(me) - cpu0)
+            wall.append(time.monotonic() - wall0)
+    spark.stop()
+    print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows: CPU {sum(cpu):.1f} s in all "
+          f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
+    if args.profile:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
