@@ -3,9 +3,10 @@
     python -m devkit.bench.warm                    # 2,000 loaded rows, 14 batches of 250 updates
     python -m devkit.bench.warm --batches 20 --profile
 
-Loads a table with one batch of snapshot reads, then applies batches of random updates, and
-prints the CPU seconds (this process and the Spark JVM it started) and the wall time of the
-batches after the first three, which pay the JVM's warm-up. To compare two commits, run it
+Loads the bench's `accounts` table (devkit.bench.workloads) in one batch of snapshot reads,
+then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
+JVM it started) and the wall time of the batches after the first three, which pay the JVM's
+warm-up. To compare two commits, run it
 from a checkout of each, back to back, with nothing else running (BENCHMARKS.md, sixth round).
 """
 
@@ -14,62 +15,40 @@ from __future__ import annotations
 import argparse
 import cProfile
 import datetime as dt
+import itertools
 import pstats
-import random
 import shutil
 import statistics
 import sys
 import time
-from decimal import Decimal
 
 import psutil
 from pyspark.sql import DataFrame, SparkSession
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.measure import tree_cpu_seconds
-from devkit.debezium import Column, DebeziumTable, KafkaRecord
+from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
+from devkit.debezium import KafkaRecord
 from devkit.services import run_dir
 from hudi_cdc.config import parse_config
 from hudi_cdc.pipeline import BatchContext, run_batch
 from hudi_cdc.spark_session import get_or_create_session
 
-TABLE = DebeziumTable(
-    server="bench",
-    database="inventory",
-    table="customers",
-    key=["id"],
-    columns=[
-        Column("id", "int32", optional=False),
-        Column("name", "string"),
-        Column("email", "string"),
-        Column("balance", "decimal", scale=2, precision=12),
-        Column("born", "date"),
-        Column("updated_at", "micro_timestamp"),
-    ],
-)
 WARM_UP = 3
 """Batches left out of the figures: they pay class loading, JIT and code generation."""
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+_T0 = dt.datetime(2026, 11, 1)
 
 
-class _Source:
-    """Debezium change records as Spark Kafka source rows, with growing offsets and binlog positions."""
+class _Offsets:
+    """Spark Kafka source rows of the bench's records, at growing offsets of one partition."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self.spark, self.offset, self.pos = spark, 0, 4
-        self.t0 = dt.datetime(2026, 1, 1)
+        self.spark, self.next = spark, 0
 
-    def row(self, key: int) -> dict[str, object]:
-        return {"id": key, "name": f"n{key}", "email": f"e{self.pos}@example.org", "balance": Decimal("12.34"),
-                "born": dt.date(1990, 1, 1), "updated_at": self.t0 + dt.timedelta(seconds=self.pos)}  # fmt: skip
-
-    def batch(self, op: str, keys: list[int]) -> DataFrame:
-        records: list[KafkaRecord] = []
-        for key in keys:
-            self.pos += 1
-            records.append(TABLE.change(op, after=self.row(key), pos=self.pos))
-        rows = [(k, v, TABLE.topic, 0, self.offset + i, self.t0) for i, (k, v) in enumerate(records)]
-        self.offset += len(rows)
+    def rows(self, batch: list[KafkaRecord]) -> DataFrame:
+        rows = [(k, v, SOURCE.topic, 0, self.next + i, _T0) for i, (k, v) in enumerate(batch)]
+        self.next += len(rows)
         return self.spark.createDataFrame(rows, _KAFKA_COLUMNS)
 
 
@@ -87,16 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
         "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
-        "routes": [{"topic": TABLE.topic, "table": "customers"}],
-        "tables": [{"name": "customers", "key": ["id"], "base_path": str(root / "customers")}],
+        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
+        "tables": [{"name": "accounts", "key": ["id"], "base_path": str(root / "accounts")}],
     })  # fmt: skip
-    source, rng, me = _Source(spark), random.Random(1), psutil.Process()
-    run_batch(source.batch("r", list(range(args.rows))), BatchContext(config=config, batch_id=0))
+    offsets, me = _Offsets(spark), psutil.Process()
+    run_batch(offsets.rows(list(records(SOURCE, snapshot_changes(args.rows)))), BatchContext(config=config, batch_id=0))
+    updates = records(SOURCE, update_changes(args.batch * args.batches, args.rows))
     profiler = cProfile.Profile()
     cpu: list[float] = []
     wall: list[float] = []
     for batch_id in range(1, args.batches + 1):
-        raw = source.batch("u", [rng.randrange(args.rows) for _ in range(args.batch)])
+        raw = offsets.rows(list(itertools.islice(updates, args.batch)))
         warm = batch_id > WARM_UP
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
