@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -46,6 +47,9 @@ TOAST_VALUES = (
 )
 _VALID_OPS = ", ".join(o.value for o in Op)
 _IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
+
+ENVELOPE_SCHEMA = "__envelope_schema"
+"""Column `with_envelope_schema` adds."""
 
 # working columns
 _JSON = "__json"
@@ -273,18 +277,31 @@ def _error_of(checks: list[tuple[Column, str, Column]], failed: Column) -> tuple
 
 def _envelopes(raw: DataFrame) -> DataFrame:
     """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload` parts."""
-    return with_levels(raw.filter(F.col("value").isNotNull()), _ENVELOPE_LEVELS.get("envelopes", _envelope_levels))
+    levels = _ENVELOPE_LEVELS.get("envelopes", lambda: _envelope_levels(F.col("value").cast("string")))
+    return with_levels(raw.filter(F.col("value").isNotNull()), levels)
 
 
-def _envelope_levels() -> tuple[tuple[Column, ...], ...]:
+def _envelope_levels(text: Column) -> tuple[tuple[Column, ...], ...]:
     is_envelope = _is_envelope()
     return (
-        (F.col("value").cast("string").alias(_JSON),),
+        (text.alias(_JSON),),
         # one parse finds both parts of an envelope
         (F.json_tuple(F.col(_JSON), "schema", "payload").alias(_SCHEMA, _ENV_PAYLOAD),),
         # `{"schema": null, "payload": {...}}` is an envelope whose records are typed like plain ones
         (is_envelope.alias(_IS_ENV), (is_envelope & F.col(_SCHEMA).isNotNull()).alias(_HAS_ENV)),
     )
+
+
+def with_envelope_schema(records: DataFrame, read: Column) -> DataFrame:
+    """`records` (Kafka rows) plus ENVELOPE_SCHEMA: the envelope schema text that `decode` types a
+    record by, NULL for a record without one and wherever `read` is false.
+
+    The text comes from the same expressions as decode's, so texts found here match decode's
+    comparison of each record's schema with the batch's (`_profile`) exactly.
+    """
+    levels = _envelope_levels(F.when(read, F.col("value").cast("string")))
+    schema = F.when(F.col(_HAS_ENV), F.col(_SCHEMA)).alias(ENVELOPE_SCHEMA)
+    return with_levels(records, levels).select(*[F.col(c) for c in records.columns], schema)
 
 
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
@@ -483,19 +500,24 @@ _ENVELOPE_LEVELS: PlanCache[tuple[tuple[Column, ...], ...]] = PlanCache(entries=
 _PLANS: PlanCache[_Plan] = PlanCache()
 
 
-def decode(raw: DataFrame, table: TableConfig) -> DecodeResult:
+def decode(raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None = None) -> DecodeResult:
     """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset).
 
     Steps: find envelopes -> type the batch (its schemas) -> parse the change envelope -> typed
     values -> order -> judge each record (skipped / rejected / event), all in one projection.
-    The projection's expressions are built once per table config and set of batch schemas, and
-    reused by later batches (`plan_cache`).
+    `envelopes` are the batch's distinct envelope schema texts, most used first, when the caller
+    has them already (`tally.survey`, from `with_envelope_schema`); without them decode finds them
+    in a Spark job of its own. The projection's expressions are built once per table config and
+    set of batch schemas, and reused by later batches (`plan_cache`).
     """
     tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
     records = _envelopes(raw)
-    envelopes = tuple(distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))) if table.mode == "full" else ()
+    if table.mode != "full":
+        envelopes = ()
+    elif envelopes is None:
+        envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))
     wire = WIRE_ERROR in records.columns
-    shape = (table.model_dump_json(), envelopes, wire)
+    shape = (table.model_dump_json(), tuple(envelopes), wire)
     plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), wire=wire))
     return DecodeResult(
         parsed=with_levels(records, plan.levels).select(*plan.output), tombstones=tombstones, schema=plan.schema

@@ -10,6 +10,7 @@ exact (same type or a widening). A value that cannot fit the target is reported,
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,12 +91,39 @@ def _envelope_columns(text: str) -> dict[str, ColumnType]:
     return {f["field"]: column_type(f) for f in row_fields(schema) if isinstance(f, dict) and "field" in f}
 
 
-def distinct_schemas(records: DataFrame, schema: Column, has_envelope: Column) -> list[str]:
-    """The batch's distinct envelope schema texts, most used first (one small aggregation).
+@dataclass(frozen=True)
+class SchemaUse:
+    """How a batch's records use one envelope schema text."""
+
+    text: str
+    records: int
+    newest: Any
+    """The newest Kafka timestamp among them (None when the source rows have none)."""
+    last_offset: int
+
+    def __add__(self, other: SchemaUse) -> SchemaUse:
+        """The use of the same text in two parts of a batch (two topic partitions)."""
+        stamps = [t for t in (self.newest, other.newest) if t is not None]
+        return SchemaUse(self.text, self.records + other.records, max(stamps, default=None),
+                         max(self.last_offset, other.last_offset))  # fmt: skip
+
+
+def most_used_first(uses: Iterable[SchemaUse]) -> list[str]:
+    """Schema texts, most used first; among equally used ones the newest first.
 
     The most used schema decides a column's type when schemas disagree, so a few contradicting
     records never decide the type of a new table: they are rejected as conflicts instead.
-    Among equally used schemas the newest comes first.
+    Kafka timestamps (comparable across partitions), then offsets, break count ties.
+    """
+    ranked = sorted(uses, key=lambda u: (u.records, u.newest is not None, u.newest or 0, u.last_offset), reverse=True)
+    return [u.text for u in ranked]
+
+
+def distinct_schemas(records: DataFrame, schema: Column, has_envelope: Column) -> list[str]:
+    """The batch's distinct envelope schema texts, most used first (one small aggregation).
+
+    `tally.survey` finds the same for every JSON table of a batch in its own job; this is for
+    records it did not survey (Avro turned JSON, a part of a batch split to isolate a record).
     """
     newest = [F.max("timestamp").alias("ts")] if "timestamp" in records.columns else [F.lit(None).alias("ts")]
     rows = (
@@ -104,9 +132,7 @@ def distinct_schemas(records: DataFrame, schema: Column, has_envelope: Column) -
         .agg(F.count(F.lit(1)).alias("n"), *newest, F.max("offset").alias("offset"))
         .collect()
     )
-    # Kafka timestamps (comparable across partitions), then offsets, break count ties
-    rows.sort(key=lambda r: (r["n"], r["ts"] is not None, r["ts"] or 0, r["offset"]), reverse=True)
-    return [str(r["s"]) for r in rows]
+    return most_used_first(SchemaUse(str(r["s"]), int(r["n"]), r["ts"], int(r["offset"])) for r in rows)
 
 
 def batch_types(table: TableConfig, envelopes: list[str]) -> BatchTypes:

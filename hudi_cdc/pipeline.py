@@ -74,7 +74,9 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     metrics = BatchMetrics(batch_id=ctx.batch_id)
     routed = route(raw, ctx.config).persist()
     try:
-        received = survey(routed)
+        # tables typed by their JSON envelopes: the survey finds their schemas for decode
+        enveloped = [t.name for t in ctx.config.tables if t.mode == "full" and not uses_avro(t)]
+        received = survey(routed, schemas_of=enveloped)
         unrouted = received.pop(None, None)
         metrics.unrouted = unrouted.read if unrouted else 0
         if metrics.unrouted:
@@ -220,7 +222,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
     metrics = TableMetrics(
         table=table.name, read=read, watermark_ts_ms=previous.watermark_ts_ms, applied_through=kafka.last
     )
-    decoded = decode(_as_json(records, table, ctx), table).cached()
+    decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes).cached()
     folded: DataFrame | None = None
     try:
         counted = tally(decoded, watermark=previous.watermark_ts_ms)
@@ -320,9 +322,11 @@ def _stored_for_keys(
 
 def _count_outcomes(result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics) -> RowCounts:
     """Count every event's outcome into `metrics`, and return what the write will write: one Spark job."""
-    labels = result.outcomes_for(folded).select(F.col("outcome").alias("label"))
-    for write_label in (write_kind(table), new_key(table)):
-        labels = labels.unionByName(folded.select(write_label.alias("label")).filter(F.col("label").isNotNull()))
+    # each folded row labels its write and whether its key is new: one scan of the fold for both
+    writes = folded.select(F.explode(F.array(write_kind(table), new_key(table))).alias("label"))
+    labels = result.outcomes_for(folded).select(F.col("outcome").alias("label")).unionByName(
+        writes.filter(F.col("label").isNotNull())
+    )
     by_label = {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
     for label, count in by_label.items():
         if label not in (UPSERT, DELETE, NEW_KEY):

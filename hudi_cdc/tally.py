@@ -1,7 +1,8 @@
 """Count a table's batch in two small aggregations instead of one Spark job per number.
 
-- `survey(routed)`: per table, over the routed Kafka rows: records read, tombstones and the
-  Kafka range (first and last offset per partition). One job for every table of the batch.
+- `survey(routed)`: per table, over the routed Kafka rows: records read, tombstones, the
+  Kafka range (first and last offset per partition) and the distinct envelope schemas that
+  type the JSON tables' records. One job for every table of the batch.
 - `tally(decoded)`: per table, over the persisted parse: skipped records and their reasons,
   rejects by error class, truncates (how many, the newest), and per topic partition the newest
   source time and the events behind the committed watermark.
@@ -12,6 +13,7 @@ count (issue 10).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +21,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.collapse import Truncation
-from hudi_cdc.decode import DecodeResult
+from hudi_cdc.decode import ENVELOPE_SCHEMA, DecodeResult, with_envelope_schema
+from hudi_cdc.decode_schema import SchemaUse, most_used_first
 from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
 from hudi_cdc.offsets import KafkaRange
 from hudi_cdc.routing import TABLE_COLUMN
@@ -32,27 +35,58 @@ class TableRecords:
     read: int
     tombstones: int
     kafka: KafkaRange
+    envelopes: tuple[str, ...] | None = None
+    """The distinct envelope schema texts of its records, most used first, when surveyed (see
+    `survey`); None: decode finds them itself."""
 
 
-def survey(routed: DataFrame) -> dict[str | None, TableRecords]:
-    """Per table (None: records no route takes): records read, tombstones, Kafka range."""
+def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str | None, TableRecords]:
+    """Per table (None: records no route takes): records read, tombstones, Kafka range.
+
+    For the tables named in `schemas_of` (JSON tables typed by their envelopes) the same job also
+    finds their distinct envelope schemas, which decode would otherwise find in a job per table.
+    """
+    with_schema = (
+        with_envelope_schema(routed, F.col(TABLE_COLUMN).isin(*schemas_of))
+        if schemas_of
+        else routed.withColumn(ENVELOPE_SCHEMA, F.lit(None).cast("string"))
+    )
+    newest = F.max("timestamp") if "timestamp" in routed.columns else F.lit(None)
     rows = (
-        routed.groupBy(TABLE_COLUMN, "topic", "partition")
+        with_schema.groupBy(TABLE_COLUMN, "topic", "partition", ENVELOPE_SCHEMA)
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col("value").isNull().cast("int")).alias("tombstones"),
             F.min("offset").alias("lo"),
             F.max("offset").alias("hi"),
+            newest.alias("ts"),
         )
         .collect()
     )
     tables: dict[str | None, tuple[int, int, KafkaRange]] = {}
+    uses: dict[str | None, dict[str, SchemaUse]] = {}
     for row in rows:
-        read, tombstones, kafka = tables.setdefault(row[TABLE_COLUMN], (0, 0, KafkaRange(first={}, last={})))
-        kafka.first.setdefault(row["topic"], {})[str(row["partition"])] = int(row["lo"])
-        kafka.last.setdefault(row["topic"], {})[str(row["partition"])] = int(row["hi"])
-        tables[row[TABLE_COLUMN]] = (read + int(row["n"]), tombstones + int(row["tombstones"] or 0), kafka)
-    return {name: TableRecords(read=r, tombstones=t, kafka=k) for name, (r, t, k) in tables.items()}
+        name = row[TABLE_COLUMN]
+        read, tombstones, kafka = tables.setdefault(name, (0, 0, KafkaRange(first={}, last={})))
+        first, last = kafka.first.setdefault(row["topic"], {}), kafka.last.setdefault(row["topic"], {})
+        partition = str(row["partition"])
+        first[partition] = min(int(row["lo"]), first.get(partition, int(row["lo"])))
+        last[partition] = max(int(row["hi"]), last.get(partition, int(row["hi"])))
+        tables[name] = (read + int(row["n"]), tombstones + int(row["tombstones"] or 0), kafka)
+        text = row[ENVELOPE_SCHEMA]
+        if text is not None:
+            use = SchemaUse(text, int(row["n"]), row["ts"], int(row["hi"]))
+            known = uses.setdefault(name, {})
+            known[text] = known[text] + use if text in known else use
+    return {
+        name: TableRecords(
+            read=r,
+            tombstones=t,
+            kafka=k,
+            envelopes=tuple(most_used_first(uses.get(name, {}).values())) if name in schemas_of else None,
+        )
+        for name, (r, t, k) in tables.items()
+    }
 
 
 def survey_table(records: DataFrame, table: str) -> TableRecords:

@@ -58,3 +58,50 @@ def test_tally_and_survey_count_what_the_batch_holds(spark: SparkSession) -> Non
     assert counted.newest_truncate.ts_ms == 7_000
     assert counted.newest_ts_ms == {("s.d.t", "0"): 6_000, ("s.d.t", "1"): 7_000}
     assert counted.behind_watermark == 1  # only the update at 1,000 is older than 2,000
+
+
+WIDER = DebeziumTable(
+    server="s", database="d", table="t", key=["id"],
+    columns=[Column("id", "int32", optional=False), Column("name", "string"), Column("age", "int32")],
+)  # fmt: skip
+BARE = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=SOURCE.columns, with_schema=False)
+
+
+def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_same_events(spark: SparkSession) -> None:
+    null_schema = json.dumps({"schema": None, "payload": json.loads(BARE.change("c", after={"id": 9})[1])})
+    records = [  # (partition, record): the wider schema is used most, but in no single partition
+        (0, SOURCE.change("c", after={"id": 1, "name": "a"}, pos=100)),
+        (0, SOURCE.change("u", after={"id": 1, "name": "b"}, pos=200)),
+        (0, SOURCE.change("c", after={"id": 6, "name": "g"}, pos=250)),
+        (0, WIDER.change("c", after={"id": 2, "name": "c", "age": 3}, pos=300)),
+        (0, WIDER.change("c", after={"id": 7, "name": "h", "age": 3}, pos=350)),
+        (1, WIDER.change("u", after={"id": 2, "name": "d", "age": 4}, pos=400)),
+        (1, WIDER.change("c", after={"id": 3, "name": "e", "age": 5}, pos=500)),
+        (1, BARE.change("c", after={"id": 4, "name": "f"}, pos=600)),
+        (1, (None, null_schema.encode())),
+        (1, SOURCE.tombstone({"id": 1})),
+        (1, (b'{"id": 5}', b"{not json")),
+    ]
+    rows = [(key, value, "s.d.t", p, offset, T0) for offset, (p, (key, value)) in enumerate(records)]
+    raw = spark.createDataFrame(rows, KAFKA_COLUMNS)
+    routed = raw.withColumn(TABLE_COLUMN, F.lit("t")).unionByName(raw.withColumn(TABLE_COLUMN, F.lit("u")))
+    table = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": "int", "name": "string"})
+
+    received = survey(routed, schemas_of=["t"])
+    wider, narrower = json.loads(WIDER.change("c", after={"id": 0})[1])["schema"], json.loads(SOURCE.change("c")[1])["schema"]
+    assert [json.loads(text) for text in received["t"].envelopes or ()] == [wider, narrower]
+    assert received["u"].envelopes is None  # not asked for: decode finds them
+    assert (received["t"].read, received["t"].tombstones) == (11, 1)
+    assert received["t"].kafka.first == {"s.d.t": {"0": 0, "1": 5}} and received["t"].kafka.last == {"s.d.t": {"0": 4, "1": 10}}
+
+    surveyed = decode(raw, table, envelopes=received["t"].envelopes).cached()
+    found = decode(raw, table).cached()
+    try:
+        assert surveyed.schema == found.schema and "age" in surveyed.schema.fieldNames()
+        for part in ("events", "rejects", "skipped"):
+            ours, theirs = getattr(surveyed, part), getattr(found, part)
+            assert ours.count() == theirs.count() and ours.exceptAll(theirs).isEmpty(), part
+        assert surveyed.events.count() == 9
+    finally:
+        release(surveyed.parsed)
+        release(found.parsed)
