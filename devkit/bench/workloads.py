@@ -170,6 +170,9 @@ class Case:
     """hudi_cdc's `job.table_concurrency`."""
     topic_base: str = ""
     """The topics' name part; cases that differ only in how the job runs share their topics."""
+    separate: bool = False
+    """Each job runs once per table, one run after another, each in its own process (the
+    `tables` workload's baseline: N sequential runs instead of one job with N tables)."""
 
     @property
     def topic_part(self) -> str:
@@ -281,11 +284,12 @@ def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
                      f"updates, COW, {title}", cow,
                      lambda: chain(snapshot_changes(per_rows), update_changes(per_changes, per_rows)),
                      t * (per_rows + per_changes), rows=per_rows, loaded=False),
-                tables=t, table_concurrency=concurrency, topic_base="tables",
+                tables=t, table_concurrency=concurrency, topic_base="tables", separate=separate,
             )
-            for how, title, concurrency in (
-                ("sequential", "one at a time", 1),
-                ("concurrent", f"{sizes.table_concurrency} at a time", sizes.table_concurrency),
+            for how, title, concurrency, separate in (
+                ("separate", "a run per table, one run after another", 1, True),
+                ("sequential", "one job, one table at a time", 1, False),
+                ("concurrent", f"one job, {sizes.table_concurrency} tables at a time", sizes.table_concurrency, False),
             )
         ]  # fmt: skip
     # scale: the same number of uniform changes into ever larger tables

@@ -161,8 +161,8 @@ def test_cases_of_every_workload() -> None:
                   table_concurrency=3)  # fmt: skip
     found = {c.name: c for c in cases(list(WORKLOADS), sizes)}
     assert list(found) == ["snapshot-cow", "snapshot-mor", "uniform-cow", "uniform-mor", "hot-cow", "small-cow",
-                           "deletes-cow", "partitioned-cow", "scale-100", "scale-1k", "tables-sequential",
-                           "tables-concurrent"]  # fmt: skip
+                           "deletes-cow", "partitioned-cow", "scale-100", "scale-1k", "tables-separate",
+                           "tables-sequential", "tables-concurrent"]  # fmt: skip
     assert found["snapshot-cow"].start is None
     assert found["uniform-mor"].start is not None and found["uniform-mor"].start.type == "MERGE_ON_READ"
     assert found["deletes-cow"].expected_rows == 96
@@ -175,9 +175,10 @@ def test_cases_of_every_workload() -> None:
 
 def test_the_tables_cases_share_their_topics_and_split_the_sizes() -> None:
     sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(), tables=4, table_concurrency=3)
-    sequential, concurrent = cases(["tables"], sizes)
-    assert sequential.topics == concurrent.topics and len(set(sequential.topics)) == 4
+    separate, sequential, concurrent = cases(["tables"], sizes)
+    assert separate.topics == sequential.topics == concurrent.topics and len(set(sequential.topics)) == 4
     assert (sequential.table_concurrency, concurrent.table_concurrency) == (1, 3)
+    assert separate.separate and not sequential.separate and not concurrent.separate
     assert sequential.expected_rows == 25 and sequential.events == 4 * (25 + 10)
     assert sequential.start is None
 
@@ -188,6 +189,21 @@ def test_the_tables_goal_compares_wall_time_with_one_at_a_time() -> None:
     (goal,) = [g for g in goals([one, four]) if "at a time" in g.goal]
     assert goal.case == "tables-concurrent / tables-sequential"
     assert goal.value == pytest.approx(60 / 80) and not goal.met
+
+
+def test_separate_runs_add_up_and_the_tables_goal_compares_one_job_with_them() -> None:
+    runs = [_job("hudi_cdc", 30.0, rss=900.0), _job("hudi_cdc", 20.0, rss=1200.0)]
+    together = JobResult.sequence(runs)
+    assert (together.cpu_s, together.events, together.spark_jobs, together.batches) == (50.0, 2000, 40, 4)
+    assert together.process_cpu_s == sum(r.process_cpu_s for r in runs) and together.peak_rss_mb == 1200.0
+    assert together.batch_cpu_s == runs[0].batch_cpu_s + runs[1].batch_cpu_s
+    separate = replace(_case("tables-separate", "tables", 100, cdc=0, plain=30, floor=15), tables=2, separate=True)
+    separate.jobs["hudi_cdc"] = together
+    one_job = replace(_case("tables-sequential", "tables", 100, cdc=40, plain=30, floor=15), tables=2)
+    (goal,) = [g for g in goals([separate, one_job]) if "in one job" in g.goal]
+    assert goal.case == "tables-sequential / separate"
+    assert goal.value == pytest.approx(one_job.jobs["hudi_cdc"].process_cpu_s / together.process_cpu_s)
+    assert not [g for g in goals([separate, one_job]) if "at a time" in g.goal]  # the separate runs are no in-job case
 
 
 def test_deletes_never_touch_a_deleted_key_again() -> None:
