@@ -2,6 +2,7 @@
 
     python -m devkit.bench.warm                    # 2,000 loaded rows, 14 batches of 250 updates
     python -m devkit.bench.warm --batches 20 --profile
+    python -m devkit.bench.warm --tables 5 --batches 6   # every batch updates 5 tables
 
 Loads the bench's `accounts` table (devkit.bench.workloads) in one batch of snapshot reads,
 then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
@@ -27,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.measure import tree_cpu_seconds
-from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
+from devkit.bench.workloads import SOURCE, records, snapshot_changes, source, update_changes
 from devkit.debezium import KafkaRecord
 from devkit.services import run_dir
 from hudi_cdc.config import parse_config
@@ -41,14 +42,17 @@ _T0 = dt.datetime(2026, 11, 1)
 
 
 class _Offsets:
-    """Spark Kafka source rows of the bench's records, at growing offsets of one partition."""
+    """Spark Kafka source rows of the bench's records, at growing offsets of one partition per topic."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self.spark, self.next = spark, 0
+        self.spark, self.next = spark, dict[str, int]()
 
-    def rows(self, batch: list[KafkaRecord]) -> DataFrame:
-        rows = [(k, v, SOURCE.topic, 0, self.next + i, _T0) for i, (k, v) in enumerate(batch)]
-        self.next += len(rows)
+    def rows(self, batch: list[tuple[str, KafkaRecord]]) -> DataFrame:
+        rows = []
+        for topic, (k, v) in batch:
+            offset = self.next.get(topic, 0)
+            self.next[topic] = offset + 1
+            rows.append((k, v, topic, 0, offset, _T0))
         return self.spark.createDataFrame(rows, _KAFKA_COLUMNS)
 
 
@@ -58,25 +62,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=250, help="updates per batch (random keys)")
     parser.add_argument("--batches", type=int, default=14, help=f"update batches; the first {WARM_UP} are left out")
     parser.add_argument("--profile", action="store_true", help="print hudi_cdc's functions by cumulative time")
+    parser.add_argument("--tables", type=int, default=1, help="tables (one topic each); every batch updates each")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
     shutil.rmtree(root, ignore_errors=True)
     spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
+    sources = [SOURCE] if args.tables == 1 else [source(f"t{i}") for i in range(args.tables)]
     config = parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
         "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
-        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
-        "tables": [{"name": "accounts", "key": ["id"], "base_path": str(root / "accounts")}],
+        "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)],
+        "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}")}
+                   for i in range(len(sources))],
     })  # fmt: skip
     offsets, me = _Offsets(spark), psutil.Process()
-    run_batch(offsets.rows(list(records(SOURCE, snapshot_changes(args.rows)))), BatchContext(config=config, batch_id=0))
-    updates = records(SOURCE, update_changes(args.batch * args.batches, args.rows))
+    load = [(t.topic, r) for t in sources for r in records(t, snapshot_changes(args.rows))]
+    run_batch(offsets.rows(load), BatchContext(config=config, batch_id=0))
+    updates = [records(t, update_changes(args.batch * args.batches, args.rows)) for t in sources]
     profiler = cProfile.Profile()
     cpu: list[float] = []
     wall: list[float] = []
     for batch_id in range(1, args.batches + 1):
-        raw = offsets.rows(list(itertools.islice(updates, args.batch)))
+        raw = offsets.rows([(t.topic, r) for t, each in zip(sources, updates, strict=True)
+                            for r in itertools.islice(each, args.batch)])  # fmt: skip
         warm = batch_id > WARM_UP
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
@@ -88,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             cpu.append(tree_cpu_seconds(me) - cpu0)
             wall.append(time.monotonic() - wall0)
     spark.stop()
-    print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows: CPU {sum(cpu):.1f} s in all "
+    tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
+    print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows{tables}: CPU {sum(cpu):.1f} s in all "
           f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
