@@ -20,9 +20,19 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, LongType, StringType, StructField, StructType, TimestampType
 
-from hudi_cdc.avro.wire import WIRE_ERROR, WIRE_KEY, WIRE_VALUE
+from hudi_cdc.avro.wire import WIRE_ERROR
 from hudi_cdc.config import TableConfig
 from hudi_cdc.debezium_types import floor_div
+from hudi_cdc.decode_checks import (
+    IMAGE_OPS,
+    Order,
+    Record,
+    checks,
+    error_of,
+    failed_check,
+    non_data_reason,
+    reject_columns,
+)
 from hudi_cdc.decode_order import (
     SOURCE_STRUCT,
     column_order,
@@ -45,8 +55,6 @@ TOAST_VALUES = (
     base64.b64encode(TOAST_PLACEHOLDER.encode()).decode(),
     json.dumps([TOAST_PLACEHOLDER]),
 )
-_VALID_OPS = ", ".join(o.value for o in Op)
-_IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
 
 ENVELOPE_SCHEMA = "__envelope_schema"
 """Column `with_envelope_schema` adds."""
@@ -111,7 +119,7 @@ class DecodeResult:
 
     @property
     def skipped(self) -> DataFrame:
-        """Records that carry no row change (see `_non_data_reason`): topic, partition, offset, reason."""
+        """Records that carry no row change (see `decode_checks.non_data_reason`): topic, partition, offset, reason."""
         return self.parsed.filter(F.col(_SKIPPED).isNotNull()).select(f"{_SKIPPED}.*")
 
     @property
@@ -212,15 +220,6 @@ def _patch_ts_ms(types: BatchTypes, table: TableConfig, number: Column | None) -
     return F.coalesce(F.col(f"{_TOP}.ts_ms"), fallback)
 
 
-def _bad_value_text(name: str, dtype: DataType) -> str:
-    hint = (
-        ": ISO-8601 text; declare epoch numbers as bigint"
-        if isinstance(dtype, (TimestampType, DateType))
-        else ""
-    )
-    return f"{name} ({dtype.simpleString()}{hint})"
-
-
 def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column) -> Column:
     """PRESENT: the image's keys its profile can type, minus TOAST placeholders, plus the key (c/r/u only)."""
     names_of = [list(p.columns) for p in types.profiles]
@@ -234,45 +233,7 @@ def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column)
         F.coalesce(toasted, _no_strings()),
     )
     with_key = F.array_union(present_image, _strings(table.key))
-    return F.when(op.isin(*_IMAGE_OPS), with_key).otherwise(_no_strings())
-
-
-def _non_data_reason(op: Column, payload: Column) -> Column:
-    """Why a record that Debezium writes next to change events carries no row change, else NULL.
-
-    PostgreSQL logical-decoding messages (op `m`), schema-change and schema-history records
-    (`ddl`/`tableChanges`, no op) and transaction markers (`status` BEGIN/END, no op) are
-    counted as skipped with this reason, never dead-lettered as bad data.
-    """
-    no_op = op.isNull()
-    return (
-        F.when(op == "m", F.lit("logical decoding message (op m)"))
-        .when(no_op & F.get_json_object(payload, "$.ddl").isNotNull(), F.lit("schema change record (ddl)"))
-        .when(no_op & F.get_json_object(payload, "$.tableChanges").isNotNull(), F.lit("schema change record (tableChanges)"))
-        .when(
-            no_op & F.get_json_object(payload, "$.status").isin("BEGIN", "END")
-            & F.get_json_object(payload, "$.id").isNotNull(),
-            F.lit("transaction marker"),
-        )
-    )
-
-
-def _failed_check(checks: list[tuple[Column, str, Column]]) -> Column:
-    """Index of the first failing check, NULL when every check passes."""
-    index: Column | None = None
-    for i, (condition, _, _) in enumerate(checks):
-        failed = F.coalesce(condition, F.lit(False))
-        index = F.when(failed, F.lit(i)) if index is None else index.when(failed, F.lit(i))
-    return index if index is not None else F.lit(None).cast("int")
-
-
-def _error_of(checks: list[tuple[Column, str, Column]], failed: Column) -> tuple[Column, Column]:
-    """(error class, message) of the check at index `failed` (see `_failed_check`)."""
-    names = F.array(*[F.lit(name) for _, name, _ in checks])
-    message: Column | None = None
-    for i, (_, _, text) in enumerate(checks):
-        message = F.when(failed == i, text) if message is None else message.when(failed == i, text)
-    return F.element_at(names, failed + 1), message if message is not None else F.lit(None).cast("string")
+    return F.when(op.isin(*IMAGE_OPS), with_key).otherwise(_no_strings())
 
 
 def _envelopes(raw: DataFrame) -> DataFrame:
@@ -342,23 +303,12 @@ def _key_payload() -> Column:
     ).otherwise(key_text)
 
 
-@dataclass(frozen=True)
-class _Order:
-    """A record's ORDER, the ordering value behind it, and why it may be missing."""
-
-    order: Column
-    number: Column | None
-    malformed: Column
-    """A position is given but unusable (spec §3: never replaced by a weaker one)."""
-    missing_reason: str
-
-
-def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) -> _Order:
+def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) -> Order:
     if table.ordering == "source":
         source = F.col(f"{_ENV}.source")
         order = source_order(op, F.col(f"{_ENV}.ts_ms"), source)
         given = [source["file"], source["pos"], source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
-        return _Order(
+        return Order(
             order=order,
             number=None,
             malformed=order.isNull() & F.exists(F.array(*[g.isNotNull() for g in given]), lambda x: x),
@@ -367,7 +317,7 @@ def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) ->
         )
     order, number = _ordering(table, types, values, op)
     dtype = types.target.get(table.ordering, LongType()).simpleString()
-    return _Order(
+    return Order(
         order=order,
         number=number,
         malformed=F.lit(False),
@@ -376,91 +326,8 @@ def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) ->
     )
 
 
-def _non_null_texts(texts: list[Column]) -> Column:
-    return F.filter(F.array(*texts or [F.lit(None).cast("string")]), lambda x: x.isNotNull())
-
-
-def _checks(
-    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: _Order,
-    wire_error: Column | None = None,
-) -> list[tuple[Column, str, Column]]:
-    """Every reason a record is rejected, in the order they are tested: (failed?, error class, message)."""
-    raw_map = F.col(_RAW)
-    # an Avro record that could not be read (avro/wire.py) is not JSON at all: its reason comes first
-    wire = [(wire_error.isNotNull(), "AvroDecodeError", wire_error)] if wire_error is not None else []
-
-    # a present column whose JSON value is not NULL but whose conversion is
-    def in_image(name: str) -> Column:
-        return F.array_contains(present, name) & raw_map[name].isNotNull()
-
-    conflicts = _non_null_texts(
-        [F.when(in_image(n) & F.col(_PROFILE).isin(*ix), F.lit(text)) for n, ix, text in values.conflicts]
-    )
-    bad_values = _non_null_texts(
-        [
-            F.when(in_image(n) & values.image_only[n].isNull(), F.lit(_bad_value_text(n, dtype)))
-            for n, dtype in types.target.items()
-        ]
-    )
-    key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
-    image_name = "`after`" if table.mode == "full" else f"`{table.patch_field}`"
-    return [
-        *wire,
-        # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
-        (F.encode(F.col(_JSON), "UTF-8") != F.col("value"), "MalformedJson",
-         F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
-        (F.json_object_keys(F.col(_PAYLOAD)).isNull(), "MalformedJson",
-         F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
-        (~F.col(_HAS_ENV) & F.lit(not table.columns and table.mode == "full"), "NoSchema",
-         F.lit(f"no schema envelope and table {table.name} declares no `columns`: declare `columns` "
-               "(column: Spark SQL type) or set value.converter.schemas.enable=true")),
-        (op.isNull(), "MissingOp", F.lit(f"no `op` field; valid ops are {_VALID_OPS}")),
-        (~op.isin(*[o.value for o in Op]), "UnknownOp",
-         F.concat(F.lit("unknown op '"), op, F.lit(f"'; valid ops are {_VALID_OPS}"))),
-        (op.isin(*_IMAGE_OPS) & F.col(_IMAGE).isNull(), "MissingImage",
-         F.lit(f"a create/read/update has no {image_name} object")),
-        (F.col(_IMAGE).isNotNull() & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
-        (F.size(conflicts) > 0, "SchemaConflict",
-         F.concat(F.lit("a column's type changed incompatibly within the batch: "), F.array_join(conflicts, "; "))),
-        (F.size(bad_values) > 0, "BadValue",
-         F.concat(F.lit("value(s) do not convert to the column type: "), F.array_join(bad_values, ", "),
-                  F.lit("; fix the producer or the table's `columns`"))),
-        ((op != Op.TRUNCATE.value) & key_missing, "MissingKey",
-         F.lit(f"key column(s) {', '.join(table.key)} missing or NULL in both the Kafka key and the row; "
-               "check the table's `key` (and the connector's message.key.columns)")),
-        (order.malformed, "BadOrder",
-         F.lit("malformed source position: source.file must be a binlog file name ending in .<number>, "
-               "source.pos/row/lsn/ts_ms non-negative integers, source.sequence a JSON array of lsn strings; "
-               "fix the producer")),
-        (order.order.isNull(), "MissingOrder", F.lit(f"no order: {order.missing_reason}")),
-    ]  # fmt: skip
-
-
-def _reject_columns(table: TableConfig, wire: bool, error_class: Column, error: Column) -> list[Column | str]:
-    """The dead-letter row of a rejected record (dead_letter.py's columns).
-
-    `wire`: the records came through avro/wire.py, whose WIRE_KEY/WIRE_VALUE hold the bytes as
-    read from Kafka (Avro), so a replay sends the original record, not its JSON rendering.
-    """
-    return [
-        F.lit(table.name).alias("table"),
-        "topic",
-        "partition",
-        "offset",
-        F.col(WIRE_KEY).alias("key") if wire else "key",
-        F.col(WIRE_VALUE).alias("value") if wire else "value",
-        error_class.alias("error_class"),
-        F.concat(
-            F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset")),
-            F.lit(f" table {table.name}: "),
-            error,
-            F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),
-        ).alias("error_message"),
-    ]
-
-
 def _event_columns(
-    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: _Order
+    table: TableConfig, types: BatchTypes, values: Values, op: Column, present: Column, order: Order
 ) -> list[Column | str]:
     """The events.py contract: typed columns (masked by PRESENT), PRESENT, op, order, ts_ms, source, position."""
     masked = {
@@ -545,7 +412,7 @@ def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
     levels.append([F.from_json(F.col(_IMAGE), "map<string,string>").alias(_RAW), *[c.alias(n) for n, c in parses.items()]])
     op = F.col(f"{_ENV}.op")
     wire_error = F.col(WIRE_ERROR) if wire else None
-    skip_reason = _non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
+    skip_reason = non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
     if wire_error is not None:
         skip_reason = F.when(wire_error.isNull(), skip_reason)
     value_columns, values = _materialized(values, table)
@@ -554,17 +421,21 @@ def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
     built = _order(table, types, values, op)
     number = [built.number.alias(_NUMBER)] if built.number is not None else []
     levels.append([built.order.alias(_ORDER), built.malformed.alias(_MALFORMED), *number])
-    order = _Order(
+    order = Order(
         order=F.col(_ORDER),
         number=F.col(_NUMBER) if number else None,
         malformed=F.col(_MALFORMED),
         missing_reason=built.missing_reason,
     )
-    checks = _checks(table, types, values, op, present, order, wire_error)
+    record = Record(
+        json=F.col(_JSON), payload=F.col(_PAYLOAD), has_envelope=F.col(_HAS_ENV), image=F.col(_IMAGE),
+        raw_map=F.col(_RAW), profile=F.col(_PROFILE), op=op, present=present,
+    )  # fmt: skip
+    checks_ = checks(table, types, values, record, order, wire_error)
     # a non-data record is skipped, not judged as a change event
-    levels.append([F.when(F.col(_SKIP).isNull(), _failed_check(checks)).alias(_FAILED)])
+    levels.append([F.when(F.col(_SKIP).isNull(), failed_check(checks_)).alias(_FAILED)])
     failed = F.col(_FAILED)
-    error_class, error = _error_of(checks, failed)
+    error_class, error = error_of(checks_, failed)
     # one parse for both outputs: compute every output column once, split by the outcome
     output = (
         (failed.isNull() & F.col(_SKIP).isNull()).alias(_OK),
@@ -573,7 +444,7 @@ def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
             F.struct(F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")),
         ).alias(_SKIPPED),
         F.struct(*_event_columns(table, types, values, op, present, order)).alias(_EVENT),
-        F.when(failed.isNotNull(), F.struct(*_reject_columns(table, wire, error_class, error))).alias(_REJECT),
+        F.when(failed.isNotNull(), F.struct(*reject_columns(table, wire, error_class, error))).alias(_REJECT),
     )
     return _Plan(levels=tuple(tuple(level) for level in levels), output=output, schema=types.schema)
 
