@@ -431,11 +431,11 @@ def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
         json=F.col(_JSON), payload=F.col(_PAYLOAD), has_envelope=F.col(_HAS_ENV), image=F.col(_IMAGE),
         raw_map=F.col(_RAW), profile=F.col(_PROFILE), op=op, present=present,
     )  # fmt: skip
-    checks_ = checks(table, types, values, record, order, wire_error)
+    judged = checks(table, types, values, record, order, wire_error)
     # a non-data record is skipped, not judged as a change event
-    levels.append([F.when(F.col(_SKIP).isNull(), failed_check(checks_)).alias(_FAILED)])
+    levels.append([F.when(F.col(_SKIP).isNull(), failed_check(judged)).alias(_FAILED)])
     failed = F.col(_FAILED)
-    error_class, error = error_of(checks_, failed)
+    error_class, error = error_of(judged, failed)
     # one parse for both outputs: compute every output column once, split by the outcome
     output = (
         (failed.isNull() & F.col(_SKIP).isNull()).alias(_OK),
