@@ -2,8 +2,9 @@
 
 Handles Debezium JSON with the schema envelope (`schemas.enable=true`) and without it, mixed
 in one batch, and patch messages (`mode: patch`). With the envelope the column types come from
-the batch's distinct schemas (one small aggregation, never the records themselves); without it
-from the table's declared `columns` (see decode_schema).
+the batch's distinct schemas (found by `tally.survey` for the whole batch, else by one small
+aggregation here; never the records themselves); without it from the table's declared
+`columns` (see decode_schema).
 
 A record that cannot be used becomes a reject with its position and the reason; the rest of
 the batch goes on (spec §6). Only a broken configuration raises.

@@ -98,7 +98,6 @@ def error_of(checks: list[Check], failed: Column) -> tuple[Column, Column]:
     return F.element_at(names, failed + 1), message if message is not None else F.lit(None).cast("string")
 
 
-
 def _bad_value_text(name: str, dtype: DataType) -> str:
     hint = (
         ": ISO-8601 text; declare epoch numbers as bigint"

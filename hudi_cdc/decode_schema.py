@@ -9,6 +9,7 @@ exact (same type or a widening). A value that cannot fit the target is reported,
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -91,13 +92,17 @@ def _envelope_columns(text: str) -> dict[str, ColumnType]:
     return {f["field"]: column_type(f) for f in row_fields(schema) if isinstance(f, dict) and "field" in f}
 
 
+_NO_TIME = dt.datetime.min
+"""Sorts in place of a missing timestamp (which already sorts last by the flag before it)."""
+
+
 @dataclass(frozen=True)
 class SchemaUse:
     """How a batch's records use one envelope schema text."""
 
     text: str
     records: int
-    newest: Any
+    newest: dt.datetime | None
     """The newest Kafka timestamp among them (None when the source rows have none)."""
     last_offset: int
 
@@ -115,7 +120,7 @@ def most_used_first(uses: Iterable[SchemaUse]) -> list[str]:
     records never decide the type of a new table: they are rejected as conflicts instead.
     Kafka timestamps (comparable across partitions), then offsets, break count ties.
     """
-    ranked = sorted(uses, key=lambda u: (u.records, u.newest is not None, u.newest or 0, u.last_offset), reverse=True)
+    ranked = sorted(uses, key=lambda u: (u.records, u.newest is not None, u.newest or _NO_TIME, u.last_offset), reverse=True)
     return [u.text for u in ranked]
 
 

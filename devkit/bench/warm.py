@@ -1,11 +1,11 @@
-"""Warm-batch cost of `pipeline.run_batch` alone: no Kafka, no stream, one table, one process.
+"""Warm-batch cost of `pipeline.run_batch` alone: no Kafka, no stream, one process.
 
     python -m devkit.bench.warm                    # 2,000 loaded rows, 14 batches of 250 updates
     python -m devkit.bench.warm --batches 20 --profile
     python -m devkit.bench.warm --tables 5 --batches 6   # every batch updates 5 tables
 
-Loads the bench's `accounts` table (devkit.bench.workloads) in one batch of snapshot reads,
-then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
+Loads the bench's `accounts` table (devkit.bench.workloads; `--tables N`: N of them, one topic
+each) in one batch of snapshot reads, then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
 JVM it started) and the wall time of the batches after the first three, which pay the JVM's
 warm-up. To compare two commits, run it
 from a checkout of each, back to back, with nothing else running (BENCHMARKS.md, sixth round).
@@ -45,7 +45,8 @@ class _Offsets:
     """Spark Kafka source rows of the bench's records, at growing offsets of one partition per topic."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self.spark, self.next = spark, dict[str, int]()
+        self.spark = spark
+        self.next: dict[str, int] = {}
 
     def rows(self, batch: list[tuple[str, KafkaRecord]]) -> DataFrame:
         rows = []

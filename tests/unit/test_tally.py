@@ -81,6 +81,7 @@ def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_sam
         (1, (None, null_schema.encode())),
         (1, SOURCE.tombstone({"id": 1})),
         (1, (b'{"id": 5}', b"{not json")),
+        (1, (None, json.dumps({"status": "END", "id": "571:53195832", "event_count": 2}).encode())),
     ]
     rows = [(key, value, "s.d.t", p, offset, T0) for offset, (p, (key, value)) in enumerate(records)]
     raw = spark.createDataFrame(rows, KAFKA_COLUMNS)
@@ -91,8 +92,8 @@ def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_sam
     wider, narrower = json.loads(WIDER.change("c", after={"id": 0})[1])["schema"], json.loads(SOURCE.change("c")[1])["schema"]
     assert [json.loads(text) for text in received["t"].envelopes or ()] == [wider, narrower]
     assert received["u"].envelopes is None  # not asked for: decode finds them
-    assert (received["t"].read, received["t"].tombstones) == (11, 1)
-    assert received["t"].kafka.first == {"s.d.t": {"0": 0, "1": 5}} and received["t"].kafka.last == {"s.d.t": {"0": 4, "1": 10}}
+    assert (received["t"].read, received["t"].tombstones) == (12, 1)
+    assert received["t"].kafka.first == {"s.d.t": {"0": 0, "1": 5}} and received["t"].kafka.last == {"s.d.t": {"0": 4, "1": 11}}
 
     surveyed = decode(raw, table, envelopes=received["t"].envelopes).cached()
     found = decode(raw, table).cached()
@@ -101,7 +102,7 @@ def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_sam
         for part in ("events", "rejects", "skipped"):
             ours, theirs = getattr(surveyed, part), getattr(found, part)
             assert ours.count() == theirs.count() and ours.exceptAll(theirs).isEmpty(), part
-        assert surveyed.events.count() == 9
+        assert (surveyed.events.count(), surveyed.rejects.count(), surveyed.skipped.count()) == (9, 1, 1)
     finally:
         release(surveyed.parsed)
         release(found.parsed)
