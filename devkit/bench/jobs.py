@@ -150,6 +150,15 @@ def plain_options(table: TableConfig) -> dict[str, str]:
     return options
 
 
+def plain_rows(batch: DataFrame) -> DataFrame:
+    """What the plain job upserts: the row image (`before` for a delete), its binlog position as
+    the ordering value, and `_hoodie_is_deleted`."""
+    events = _envelope(batch)
+    deleted = F.col("op") == "d"
+    image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
+    return events.select(*_typed(image), F.col("pos").alias(ORDERING_COLUMN), deleted.alias("_hoodie_is_deleted"))
+
+
 def plain_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
     """The plain job's foreachBatch: upsert images, deletes flagged by `_hoodie_is_deleted`."""
     tables = [(topic, table.base_path, plain_options(table)) for topic, table in spec.tables()]
@@ -157,10 +166,7 @@ def plain_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
     def write(batch: DataFrame, _batch_id: int) -> None:
         with _per_topic(batch, len(tables)) as of_topic:
             for topic, path, options in tables:
-                events = _envelope(of_topic(topic))
-                deleted = F.col("op") == "d"
-                image = F.when(deleted, F.col("before")).otherwise(F.col("after"))
-                rows = events.select(*_typed(image), F.col("pos").alias(ORDERING_COLUMN), deleted.alias("_hoodie_is_deleted"))
+                rows = plain_rows(of_topic(topic))
                 rows.write.format("hudi").options(**options).mode("append").save(path)
 
     return write

@@ -3,6 +3,7 @@
     python -m devkit.bench.warm                    # 2,000 loaded rows, 14 batches of 250 updates
     python -m devkit.bench.warm --batches 20 --profile
     python -m devkit.bench.warm --tables 5 --batches 6   # every batch updates 5 tables
+    python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
 
 Loads the bench's `accounts` table (devkit.bench.workloads; `--tables N`: N of them, one topic
 each) in one batch of snapshot reads, then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
@@ -27,7 +28,9 @@ import psutil
 from pyspark.sql import DataFrame, SparkSession
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench.child import jvm_thread_cpu
 from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.profile import threads_text
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, source, update_changes
 from devkit.debezium import KafkaRecord
 from devkit.services import run_dir
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=14, help=f"update batches; the first {WARM_UP} are left out")
     parser.add_argument("--profile", action="store_true", help="print hudi_cdc's functions by cumulative time")
     parser.add_argument("--tables", type=int, default=1, help="tables (one topic each); every batch updates each")
+    parser.add_argument("--threads", action="store_true", help="print the JVM's CPU by thread kind over the warm batches")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
     shutil.rmtree(root, ignore_errors=True)
@@ -84,10 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     profiler = cProfile.Profile()
     cpu: list[float] = []
     wall: list[float] = []
+    threads_before: dict[str, float] = {}
     for batch_id in range(1, args.batches + 1):
         raw = offsets.rows([(t.topic, r) for t, each in zip(sources, updates, strict=True)
                             for r in itertools.islice(each, args.batch)])  # fmt: skip
         warm = batch_id > WARM_UP
+        if batch_id == WARM_UP + 1 and args.threads:
+            threads_before = jvm_thread_cpu(spark)
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
             profiler.enable()
@@ -97,13 +104,22 @@ def main(argv: list[str] | None = None) -> int:
         if warm:
             cpu.append(tree_cpu_seconds(me) - cpu0)
             wall.append(time.monotonic() - wall0)
+    threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     spark.stop()
     tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
     print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows{tables}: CPU {sum(cpu):.1f} s in all "
           f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
+    if threads:
+        print(threads_text(threads).replace("(start-up included)", f"over the {len(cpu)} warm batches"))
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
+
+
+def _since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per thread kind between two `jvm_thread_cpu` readings, largest first."""
+    spent = {kind: seconds - before.get(kind, 0.0) for kind, seconds in after.items()}
+    return dict(sorted(spent.items(), key=lambda kv: -kv[1]))
 
 
 if __name__ == "__main__":
