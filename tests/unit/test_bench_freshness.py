@@ -8,7 +8,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from devkit.bench.freshness import Sent, capacity, latencies, summarize, sustained_updates, visible_at
+from devkit.bench.freshness import (
+    TREND_BATCHES,
+    Sent,
+    capacity,
+    keeps_up,
+    latencies,
+    summarize,
+    sustained_updates,
+    visible_at,
+)
 
 
 def _batch(at: float, applied: dict[str, dict[str, int]], *, error: str | None = None) -> dict[str, Any]:
@@ -62,3 +71,16 @@ def test_updates_are_spread_round_robin_with_growing_positions_per_topic() -> No
 def test_capacity_is_events_per_cpu_second_times_cores() -> None:
     assert capacity(120_000, cpu_s=256.0, cores=2) == 937.5
     assert capacity(10, cpu_s=0.0, cores=2) == float("inf")
+
+
+def test_a_long_phase_is_judged_by_its_latency_trend_and_a_short_one_also_by_capacity() -> None:
+    sent = [Sent("a", 0, i, float(i)) for i in range(9)]
+    steady = summarize(sent, [_batch(3.0, {"a": {"0": 2}}), _batch(6.0, {"a": {"0": 5}}), _batch(9.0, {"a": {"0": 8}})])
+    falling = summarize(sent, [_batch(3.0, {"a": {"0": 2}}), _batch(16.0, {"a": {"0": 5}}), _batch(40.0, {"a": {"0": 8}})])
+    # capacity short of the rate: the fixed cost per batch, which bigger batches would spread
+    short_of_rate = {"rate": 2000.0, "capacity_events_per_s": 1700.0}
+    assert keeps_up(steady, **short_of_rate, batches=TREND_BATCHES)
+    assert not keeps_up(steady, **short_of_rate, batches=TREND_BATCHES - 1)
+    assert keeps_up(steady, rate=2000.0, capacity_events_per_s=2100.0, batches=TREND_BATCHES - 1)
+    # a growing latency falls behind whatever the capacity says
+    assert not keeps_up(falling, rate=2000.0, capacity_events_per_s=5000.0, batches=TREND_BATCHES)
