@@ -230,9 +230,10 @@ def steps_text(steps: list[dict[str, Any]], batches: int) -> str:
     return "\n".join(lines)
 
 
-def threads_text(threads: dict[str, float], top: int = 12) -> str:
-    """The JVM's CPU by thread kind: executor tasks vs the driver's planning vs JIT and GC."""
+def threads_text(threads: dict[str, float], top: int = 12, *, span: str = "start-up included") -> str:
+    """The JVM's CPU by thread kind: executor tasks vs the driver's planning vs JIT and GC; `span`
+    says what time the figures cover."""
     total = sum(threads.values())
-    lines = [f"-- JVM CPU by thread kind: {total:.1f} s in all (start-up included)"]
+    lines = [f"-- JVM CPU by thread kind: {total:.1f} s in all ({span})"]
     lines += [f"{seconds:>8.1f} s  {kind}" for kind, seconds in list(threads.items())[:top]]
     return "\n".join(lines)

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows{tables}: CPU {sum(cpu):.1f} s in all "
           f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
     if threads:
-        print(threads_text(threads).replace("(start-up included)", f"over the {len(cpu)} warm batches"))
+        print(threads_text(threads, span=f"over the {len(cpu)} warm batches"))
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
