@@ -252,6 +252,7 @@ def _progress(case: str, job: JobResult) -> None:
     print(
         f"  {case} {job.job}: {job.events} events in {job.batches} batches, {job.wall_s:.1f} s wall, "
         f"{job.cpu_s:.1f} CPU s (+{job.startup_cpu_s:.1f} start-up), peak RSS {job.peak_rss_mb:.0f} MB, "
-        f"{job.spark_jobs} Spark jobs",
+        f"{job.spark_jobs} Spark jobs" + (f"; {len(job.retried_writes)} write(s) failed once and were retried: "
+                                         f"{'; '.join(job.retried_writes)}" if job.retried_writes else ""),
         flush=True,
     )

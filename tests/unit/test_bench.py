@@ -257,3 +257,12 @@ def test_unknown_workload_lists_the_valid_ones() -> None:
 @pytest.mark.parametrize(("n", "text"), [(20_000, "20k"), (1_000_000, "1M"), (2_500, "2.5k"), (999, "999")])
 def test_human_sizes(n: int, text: str) -> None:
     assert human(n) == text
+
+
+def test_a_retried_write_is_reported_in_text_and_json() -> None:
+    case = _case("scale-1m", "scale", 1_000_000, cdc=60, plain=30, floor=15)
+    case.jobs["plain"].retried_writes.append("HoodieUpsertException: metadata table")
+    text = text_report([case])
+    assert "plain: a write failed once and was retried: HoodieUpsertException: metadata table" in text
+    assert json.loads(json.dumps(case.as_json()))["jobs"]["plain"]["retried_writes"] == ["HoodieUpsertException: metadata table"]
+    assert "retried" not in text_report([_case("scale-1m", "scale", 1_000_000, cdc=60, plain=30, floor=15)])
