@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
-from devkit.bench.jobs import RETRIED_WRITES, JobSpec, run_job
+from devkit.bench.jobs import JobSpec, run_job
 from devkit.bench.jobs import run_continuous as run_continuous_job
 from devkit.bench.measure import tree_cpu_seconds, tree_rss_bytes
 from devkit.bench.profile import StepTimer, label_actions
@@ -131,7 +131,6 @@ def run_job_measured(spec: dict[str, Any]) -> dict[str, Any]:
         "spark_jobs": jobs,
         "spark_jobs_outside_stream": other_jobs,
         "run_id": run_id,
-        "retried_writes": list(RETRIED_WRITES),
     } | ({"jvm_thread_cpu_s": threads, "codegen_compilations": compiles, "codegen_compile_ms": compile_ms} if threads else {})
 
 

@@ -15,7 +15,6 @@ Each job reads the same topic with Structured Streaming (`availableNow`, the sam
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,18 +30,12 @@ from hudi_cdc import stream
 from hudi_cdc.config import Config, IndexKind, TableConfig, parse_config
 from hudi_cdc.durations import parse_duration, spark_interval
 from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS, write_options
-from hudi_cdc.spark_session import error_summary
-
-log = logging.getLogger(__name__)
 
 TABLE_ORDERING_FIELDS = "hoodie.table.ordering.fields"
 """Hudi 1.x's name for the ordering field (the older precombine key is set too); the plain job only."""
 ORDERING_COLUMN = "_pos"
 _IMAGE = "struct<id:bigint,owner:string,email:string,balance:string,updated_at:bigint,region:string>"
 _ENVELOPE = f"struct<payload:struct<before:{_IMAGE},after:{_IMAGE},op:string,source:struct<pos:bigint>>>"
-
-RETRIED_WRITES: list[str] = []
-"""The errors of the plain job's Hudi writes that failed once and were tried again (the child reports them)."""
 
 
 @dataclass(frozen=True)
@@ -173,25 +166,10 @@ def plain_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
     def write(batch: DataFrame, _batch_id: int) -> None:
         with _per_topic(batch, len(tables)) as of_topic:
             for topic, path, options in tables:
-                _upsert_retrying(plain_rows(of_topic(topic)), options, path)
+                rows = plain_rows(of_topic(topic))
+                rows.write.format("hudi").options(**options).mode("append").save(path)
 
     return write
-
-
-def _upsert_retrying(rows: DataFrame, options: dict[str, str], path: str) -> None:
-    """Upsert `rows`; a write that fails is tried once more, as a restarted job would be.
-
-    Why: Hudi 1.2.0 failed one plain upsert into a 1M-row table when the metadata table
-    compacted during that commit (ArrayIndexOutOfBoundsException writing column stats); the
-    same write succeeds on retry, after Hudi rolled the failed commit back. A user's streaming
-    job would be restarted by its supervisor; the retry is that restart, and its cost counts.
-    """
-    try:
-        rows.write.format("hudi").options(**options).mode("append").save(path)
-    except Exception as exc:
-        RETRIED_WRITES.append(error_summary(exc))
-        log.warning("plain upsert into %s failed (%s); trying it once more", path, RETRIED_WRITES[-1])
-        rows.write.format("hudi").options(**options).mode("append").save(path)
 
 
 def floor_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:

@@ -42,8 +42,8 @@ class JobResult:
     """Each batch's duration (`triggerExecution` of its progress report)."""
     batch_cpu_s: list[float] = field(default_factory=list)
     """CPU seconds between the ends of successive batches (the first from the query's start)."""
-    retried_writes: list[str] = field(default_factory=list)
-    """Errors of writes that failed once and were tried again (the plain job; `jobs._upsert_retrying`)."""
+    restarts: list[str] = field(default_factory=list)
+    """Why the job's process failed before the run that these numbers measure (`Run.restarting`)."""
 
     @property
     def events_per_s(self) -> float:
@@ -91,7 +91,6 @@ class JobResult:
             spark_jobs=int(child["spark_jobs"]),
             batch_s=[float(s) for s in child["batch_s"]],
             batch_cpu_s=[float(s) for s in child.get("batch_cpu_s", [])],
-            retried_writes=[str(e) for e in child.get("retried_writes", [])],
         )
 
     @classmethod
@@ -111,7 +110,7 @@ class JobResult:
             spark_jobs=sum(r.spark_jobs for r in runs),
             batch_s=[s for r in runs for s in r.batch_s],
             batch_cpu_s=[s for r in runs for s in r.batch_cpu_s],
-            retried_writes=[e for r in runs for e in r.retried_writes],
+            restarts=[e for r in runs for e in r.restarts],
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -245,8 +244,7 @@ def text_report(cases: list[CaseResult]) -> str:
             f"RSS {_fmt(r['rss_vs_plain'], 2)}x   hudi_cdc/floor: CPU {_fmt(r['cpu_vs_floor'], 2)}x  "
             f"wall {_fmt(r['wall_vs_floor'], 2)}x"
         )
-        lines += [f"{job.job}: a write failed once and was retried: {error}"
-                  for job in case.jobs.values() for error in job.retried_writes]
+        lines += [f"{job.job}: restarted once: {why}" for job in case.jobs.values() for why in job.restarts]
         lines.append(f"check: {check_line(case.check)}")
     return "\n".join(lines)
 

@@ -221,6 +221,9 @@ class Sizes:
     """Tables of the `tables` workload; `rows` and `changes` are split among them."""
     table_concurrency: int = 5
     """hudi_cdc's `job.table_concurrency` in the `tables` workload's concurrent case."""
+    scale_type: TableType = "COPY_ON_WRITE"
+    """Table type of the `scale` workload: copy-on-write rewrites every file a batch touches,
+    merge-on-read appends to their logs."""
 
 
 def cases(selection: list[str], sizes: Sizes) -> list[Case]:
@@ -293,8 +296,10 @@ def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
             )
         ]  # fmt: skip
     # scale: the same number of uniform changes into ever larger tables
+    kind = "" if sizes.scale_type == cow else "mor-"
     return [
-        case(f"scale-{human(rows).lower()}", f"{human(m)} updates into {human(rows)} rows, COW", cow,
+        case(f"scale-{kind}{human(rows).lower()}", f"{human(m)} updates into {human(rows)} rows, "
+             f"{'COW' if sizes.scale_type == cow else 'MOR'}", sizes.scale_type,
              lambda rows=rows: update_changes(m, rows), m, rows=rows)  # type: ignore[misc]
         for rows in sizes.scale_rows
     ]

@@ -26,6 +26,7 @@ from devkit.bench.report import (
     markdown_ratios,
     text_report,
 )
+from devkit.bench.run import root_cause
 from devkit.bench.workloads import (
     WORKLOADS,
     Sizes,
@@ -173,6 +174,14 @@ def test_cases_of_every_workload() -> None:
         assert sum(1 for stream in streams.values() for _ in stream()) == case.events, case.name
 
 
+def test_scale_cases_load_tables_of_the_chosen_type() -> None:
+    sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(100, 1000), scale_type="MERGE_ON_READ")
+    found = cases(["scale"], sizes)
+    assert [c.name for c in found] == ["scale-mor-100", "scale-mor-1k"]
+    assert all(c.type == "MERGE_ON_READ" and c.start is not None and c.start.type == "MERGE_ON_READ" for c in found)
+    assert found[1].title == "40 updates into 1k rows, MOR"
+
+
 def test_the_tables_cases_share_their_topics_and_split_the_sizes() -> None:
     sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(), tables=4, table_concurrency=3)
     separate, sequential, concurrent = cases(["tables"], sizes)
@@ -259,10 +268,16 @@ def test_human_sizes(n: int, text: str) -> None:
     assert human(n) == text
 
 
-def test_a_retried_write_is_reported_in_text_and_json() -> None:
+def test_a_restart_is_reported_in_text_and_json() -> None:
     case = _case("scale-1m", "scale", 1_000_000, cdc=60, plain=30, floor=15)
-    case.jobs["plain"].retried_writes.append("HoodieUpsertException: metadata table")
+    case.jobs["plain"].restarts.append("plain-run exited 1: HoodieException: metadata table")
     text = text_report([case])
-    assert "plain: a write failed once and was retried: HoodieUpsertException: metadata table" in text
-    assert json.loads(json.dumps(case.as_json()))["jobs"]["plain"]["retried_writes"] == ["HoodieUpsertException: metadata table"]
-    assert "retried" not in text_report([_case("scale-1m", "scale", 1_000_000, cdc=60, plain=30, floor=15)])
+    assert "plain: restarted once: plain-run exited 1: HoodieException: metadata table" in text
+    assert json.loads(json.dumps(case.as_json()))["jobs"]["plain"]["restarts"] == ["plain-run exited 1: HoodieException: metadata table"]
+    assert "restarted" not in text_report([_case("scale-1m", "scale", 1_000_000, cdc=60, plain=30, floor=15)])
+
+
+def test_root_cause_is_the_innermost_java_cause() -> None:
+    log = "ERROR x\nCaused by: org.a.HoodieException: outer\n\tat a.b\nCaused by: java.lang.AIOOBE: Index 9\n\tat c.d\n"
+    assert root_cause(log) == "java.lang.AIOOBE: Index 9"
+    assert root_cause("just this\n") == "just this"
