@@ -149,7 +149,7 @@ class Run:
         try:
             return JobResult.of(*self.child(request, directory))
         except BenchError as failed:
-            first = str(failed).splitlines()[0]
+            first = str(failed).splitlines()[0].rstrip(":")
             cause = root_cause((directory / "child.log").read_text(errors="replace"))
             print(f"  {first}; restarting it once ({cause})", flush=True)
         shutil.move(directory, directory.with_name(directory.name + "-failed"))
