@@ -89,11 +89,10 @@ class Run:
                 _progress(case.name, jobs[job])
                 continue
             profiled = self.settings.profile and job in PROFILED
-            if job == "plain":
-                jobs[job] = self.restarting(self._request(specs[job]), case_dir / f"{job}-run")
-            else:
-                child, usage = self.child(self._request(specs[job]), case_dir / f"{job}-run", event_log=profiled)
-                jobs[job] = JobResult.of(child, usage)
+            run = self.restarting if job == "plain" else self.once
+            child, usage, restarts = run(self._request(specs[job]), case_dir / f"{job}-run", event_log=profiled)
+            jobs[job] = JobResult.of(child, usage)
+            jobs[job].restarts.extend(restarts)
             _progress(case.name, jobs[job])
             if profiled:
                 found = profile.read(case_dir / f"{job}-run" / "eventlog")
@@ -135,9 +134,16 @@ class Run:
             runs.append(JobResult.of(*self.child(self._request(alone), directory / str(i))))
         return JobResult.sequence(runs)
 
-    def restarting(self, request: dict[str, Any], directory: Path) -> JobResult:
+    def once(self, request: dict[str, Any], directory: Path, *, event_log: bool) -> tuple[dict[str, Any], TreeUsage, list[str]]:
+        """One child process on `request` (see `child`); a failure stops the run."""
+        return *self.child(request, directory, event_log=event_log), []
+
+    def restarting(
+        self, request: dict[str, Any], directory: Path, *, event_log: bool
+    ) -> tuple[dict[str, Any], TreeUsage, list[str]]:
         """The plain job run as a supervisor runs a streaming job: when its process fails, it is
         started once more and resumes from its checkpoint (Hudi rolls the failed commit back).
+        Also returns why it was restarted, if it was.
 
         Why: Hudi 1.2.0 failed every plain upsert into the 1M-row table in the process that had
         just compacted the metadata table (ArrayIndexOutOfBoundsException writing column stats);
@@ -147,15 +153,14 @@ class Run:
         consumed count rather than passing a short run.
         """
         try:
-            return JobResult.of(*self.child(request, directory))
+            return self.once(request, directory, event_log=event_log)
         except BenchError as failed:
             first = str(failed).splitlines()[0].rstrip(":")
             cause = root_cause((directory / "child.log").read_text(errors="replace"))
             print(f"  {first}; restarting it once ({cause})", flush=True)
         shutil.move(directory, directory.with_name(directory.name + "-failed"))
-        result = JobResult.of(*self.child(request, directory))
-        result.restarts.append(f"{first}: {cause}")
-        return result
+        child, usage = self.child(request, directory, event_log=event_log)
+        return child, usage, [f"{first}: {cause}"]
 
     def load(self, load: Load) -> Path:
         """The folder holding `load`'s hudi_cdc and plain tables, loading them first if needed."""
