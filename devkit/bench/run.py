@@ -155,12 +155,13 @@ class Run:
         try:
             return self.once(request, directory, event_log=event_log)
         except BenchError as failed:
-            first = str(failed).splitlines()[0].rstrip(":")
-            cause = root_cause((directory / "child.log").read_text(errors="replace"))
-            print(f"  {first}; restarting it once ({cause})", flush=True)
-        shutil.move(directory, directory.with_name(directory.name + "-failed"))
+            exited = str(failed).split("; log ", 1)[0]
+        # the failed run's folder is kept beside the new one, so the note names the log where it now is
+        kept = shutil.move(directory, directory.with_name(directory.name + "-failed"))
+        why = f"{exited}: {root_cause((Path(kept) / 'child.log').read_text(errors='replace'))} (log {kept}/child.log)"
+        print(f"  {why}; restarting it once", flush=True)
         child, usage = self.child(request, directory, event_log=event_log)
-        return child, usage, [f"{first}: {cause}"]
+        return child, usage, [why]
 
     def load(self, load: Load) -> Path:
         """The folder holding `load`'s hudi_cdc and plain tables, loading them first if needed."""

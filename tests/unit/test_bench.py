@@ -12,6 +12,7 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from devkit.bench.report import (
     markdown_ratios,
     text_report,
 )
-from devkit.bench.run import root_cause
+from devkit.bench.run import BenchError, Run, Settings, root_cause
 from devkit.bench.workloads import (
     WORKLOADS,
     Sizes,
@@ -281,3 +282,24 @@ def test_root_cause_is_the_innermost_java_cause() -> None:
     log = "ERROR x\nCaused by: org.a.HoodieException: outer\n\tat a.b\nCaused by: java.lang.AIOOBE: Index 9\n\tat c.d\n"
     assert root_cause(log) == "java.lang.AIOOBE: Index 9"
     assert root_cause("just this\n") == "just this"
+
+
+def test_a_failed_plain_run_is_kept_aside_and_started_once_more(tmp_path: Path) -> None:
+    attempts: list[str] = []
+
+    class Failing(Run):
+        def child(self, spec: dict[str, Any], directory: Path, *, event_log: bool = False) -> Any:
+            directory.mkdir(parents=True, exist_ok=True)
+            attempts.append(spec["attempt"])
+            (directory / "child.log").write_text(f"attempt {len(attempts)}\nCaused by: java.lang.AIOOBE: Index 9\n")
+            if len(attempts) == 1:
+                raise BenchError(f"{directory.name} exited 1; log {directory / 'child.log'}:\ntail")
+            return {"job": "plain"}, "usage"
+
+    run = Failing(kafka=None, settings=Settings(batch=1, load_batch=1, root=tmp_path))  # type: ignore[arg-type]
+    child, usage, restarts = run.restarting({"attempt": "plain"}, tmp_path / "plain-run", event_log=False)
+    assert (child, usage, attempts) == ({"job": "plain"}, "usage", ["plain", "plain"])
+    kept = tmp_path / "plain-run-failed" / "child.log"
+    assert kept.read_text().startswith("attempt 1")  # the failed run's log, moved aside before the restart
+    assert restarts == [f"plain-run exited 1: java.lang.AIOOBE: Index 9 (log {kept})"]
+    assert run.once({"attempt": "again"}, tmp_path / "other", event_log=False)[2] == []
