@@ -107,3 +107,26 @@ class RegistryUnavailableError(TransientError):
             "Nothing of this batch was committed; the job stops and, restarted, reads the batch again. "
             "Check that the registry runs and that `schema_registry.url` and its credentials are right."
         )
+
+
+class TableFailure(TransientError):
+    """Hudi could not write a table's batch for a reason of the table or its storage, not of a record.
+
+    Nothing of the batch was dead-lettered; the job stops and Kafka keeps the batch. `positions`
+    names the batch's records, e.g. `orders[0]@120..180`.
+    """
+
+    def __init__(self, table: str, *, batch_id: int, positions: str, reason: str, error: str) -> None:
+        self.table = table
+        self.batch_id = batch_id
+        self.positions = positions
+        self.reason = reason
+        super().__init__(
+            f"table {table}: batch {batch_id} ({positions}) could not be written: {reason}\n"
+            f"  {error}\n"
+            "No record was dead-lettered: this failure is the table's or the storage's, not a record's. "
+            "The job stops; restarted, it reads the batch again (Hudi rolls the failed commit back first). "
+            "If it fails the same way again: check that the storage is reachable and writable; for a metadata "
+            "table that cannot be read, stop the job, delete the table's `.hoodie/metadata` folder "
+            "(Hudi rebuilds it from the data files at the next commit) and start again."
+        )

@@ -33,6 +33,14 @@ class KafkaRange:
         last = json.loads(metadata.get(OFFSETS_KEY) or "null")
         return bool(first == self.first and last == self.last)
 
+    def describe(self) -> str:
+        """`topic[partition]@first..last` for each partition, for messages."""
+        return ", ".join(
+            f"{topic}[{partition}]@{self.first.get(topic, {}).get(partition, last)}..{last}"
+            for topic, partitions in sorted(self.last.items())
+            for partition, last in sorted(partitions.items(), key=lambda p: int(p[0]))
+        )
+
 
 def commit_metadata(
     *,

@@ -28,9 +28,10 @@ from hudi_cdc.avro.wire import avro_as_json, uses_avro
 from hudi_cdc.collapse import FoldResult, Truncation, fold
 from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
-from hudi_cdc.errors import CdcError, SchemaChangeError
+from hudi_cdc.errors import CdcError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.hudi import timeline, writer
+from hudi_cdc.hudi.failures import table_fault
 from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_keys, read_table
 from hudi_cdc.hudi.writer import RowCounts
@@ -130,13 +131,16 @@ def _run_table_isolating(
     in halves until each failing record stands alone; those are dead-lettered with the error
     (`error_class` BatchFailure) and the rest is committed. Transient and configuration errors
     are raised, and so is the original error once more than MAX_ISOLATED_RECORDS records fail
-    alone: that is no longer a bad record but a broken job, and Kafka keeps the batch.
+    alone: that is no longer a bad record but a broken job, and Kafka keeps the batch. A failure
+    of the table or its storage (hudi/failures.py) is raised as TableFailure before any split:
+    every part would fail alike.
     """
     try:
         return _run_table(records, received, table, ctx)
     except CdcError:
         raise  # configuration or an unavailable service: not the fault of a record
     except Exception as first:
+        _raise_if_table_fault(first, received, table, ctx)
         log.warning(
             "table %s: batch %d failed (%s); splitting it to isolate the records that fail",
             table.name,
@@ -162,6 +166,7 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
             except CdcError:
                 raise
             except Exception as exc:
+                _raise_if_table_fault(exc, received, table, ctx)
                 if n > 1:
                     pending.extend(reversed(_halves(part)))
                     continue
@@ -190,6 +195,22 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
         metrics.isolated,
     )
     return metrics
+
+
+def _raise_if_table_fault(exc: Exception, received: TableRecords, table: TableConfig, ctx: BatchContext) -> None:
+    """Raise TableFailure when `exc` is the table's or the storage's failure, not a record's."""
+    reason = table_fault(exc)
+    if reason is None:
+        return
+    failure = TableFailure(
+        table.name,
+        batch_id=ctx.batch_id,
+        positions=received.kafka.describe(),
+        reason=reason,
+        error=error_summary(exc),
+    )
+    log.error("%s", failure)
+    raise failure from exc
 
 
 def _halves(part: DataFrame) -> list[DataFrame]:

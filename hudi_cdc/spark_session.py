@@ -96,22 +96,29 @@ def hadoop_conf(spark: SparkSession) -> Any:
     return spark._jsc.hadoopConfiguration()
 
 
+def java_chain(exc: BaseException) -> list[Any]:
+    """The Java throwables behind a Py4JJavaError, outermost first (empty for other errors)."""
+    java_exception = getattr(exc, "java_exception", None)
+    chain: list[Any] = []
+    try:
+        current = java_exception
+        while current is not None and len(chain) < 20:
+            chain.append(current)
+            nxt = current.getCause()
+            current = None if nxt is None or nxt.equals(current) else nxt
+    except Exception:  # the JVM is gone: what was walked so far
+        return chain
+    return chain
+
+
 def java_cause(exc: BaseException) -> str | None:
     """`Top: message <- Root: message` of a Py4JJavaError (None for other errors).
 
     py4j's own text starts with "An error occurred while calling o3059.syncHoodieTable", which
     says nothing about the metastore; the Java exception chain does.
     """
-    java_exception = getattr(exc, "java_exception", None)
-    if java_exception is None:
-        return None
     try:
-        chain: list[str] = []
-        current = java_exception
-        while current is not None and len(chain) < 20:
-            chain.append(f"{current.getClass().getName()}: {current.getMessage()}")
-            nxt = current.getCause()
-            current = None if nxt is None or nxt.equals(current) else nxt
+        chain = [f"{t.getClass().getName()}: {t.getMessage()}" for t in java_chain(exc)]
     except Exception:  # the JVM is gone: fall back to py4j's text
         return None
     if not chain:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc.cli.output import output_for
-from hudi_cdc.config import Config, load_config
+from hudi_cdc.config import Config, TableConfig, load_config
 from hudi_cdc.errors import CdcError, ConfigError
 from hudi_cdc.logging_setup import configure
 
@@ -326,10 +326,7 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     config = load_config(config_path)
-    names = [t.name for t in config.tables]
-    if table not in names:
-        raise ConfigError(config_path, [f"no table {table!r}; its tables are {', '.join(names)}"])
-    target = config.table(table)
+    target = _named_table(config, config_path, table)
     spark = _session(config.job.name, "watermark")
 
     def read() -> int | None:
@@ -341,6 +338,32 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
     output_for(as_json).table("watermark", [freshness.as_row()])
     if not freshness.reached:
         sys.exit(EXIT_NOT_REACHED)
+
+
+@cli.command("rebuild-metadata")
+@config_option
+@click.argument("table")
+@catch_errors
+def rebuild_metadata(config_path: str, table: str) -> None:
+    """Delete TABLE's Hudi metadata table; the next commit rebuilds it from the data files.
+
+    The repair for a metadata table that cannot be read (the job stops with TableFailure and says
+    so). Stop the job first. The old metadata table is kept as a backup beside it.
+    """
+    from hudi_cdc.hudi.recovery import drop_metadata_table
+
+    config = load_config(config_path)
+    target = _named_table(config, config_path, table)
+    backup = drop_metadata_table(_session(config.job.name, "rebuild-metadata"), target.base_path)
+    done = f"deleted; backup at {backup}; the next run rebuilds it" if backup else "none to delete"
+    output_for(False).message(f"table {table}: metadata table {done}")
+
+
+def _named_table(config: Config, config_path: str, name: str) -> TableConfig:
+    names = [t.name for t in config.tables]
+    if name not in names:
+        raise ConfigError(config_path, [f"no table {name!r}; its tables are {', '.join(names)}"])
+    return config.table(name)
 
 
 @cli.command("resume-binlog")

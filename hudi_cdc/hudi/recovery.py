@@ -17,6 +17,7 @@ import time
 from pyspark.sql import SparkSession
 
 from hudi_cdc.hudi import fs
+from hudi_cdc.hudi.table import meta_client
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
@@ -70,3 +71,22 @@ def _has_completed_instant(spark: SparkSession, meta: str) -> bool:
             if not name.endswith((".requested", ".inflight", ".crc")) and name.split(".")[0].replace("_", "").isdigit():
                 return True
     return False
+
+
+def drop_metadata_table(spark: SparkSession, base_path: str) -> str | None:
+    """Delete the table's metadata table so that Hudi rebuilds it from the data files at the next commit.
+
+    The repair for a metadata table that can no longer be read (TableFailure says when). Hudi's own
+    deletion also marks its partitions unavailable in `hoodie.properties`; deleting the folder by hand
+    would not, and every later write would fail to find it. The old folder is kept as a backup
+    beside it. Returns the backup's path; None when the table has no metadata table. Run it while
+    no job writes the table.
+    """
+    if not fs.exists(spark, base_path.rstrip("/") + "/.hoodie/metadata"):
+        return None
+    client = meta_client(spark, base_path)
+    gateway = jvm(spark)
+    context = gateway.org.apache.hudi.common.engine.HoodieLocalEngineContext(client.getStorageConf())
+    backup = gateway.org.apache.hudi.metadata.HoodieTableMetadataUtil.deleteMetadataTable(client, context, True)
+    log.warning("table at %s: metadata table deleted (backup at %s); the next commit rebuilds it", base_path, backup)
+    return str(backup) if backup else None

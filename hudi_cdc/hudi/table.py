@@ -7,6 +7,7 @@ details are in `hudi/timeline.py`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -35,10 +36,14 @@ def table_version(spark: SparkSession, base_path: str) -> int | None:
     """The Hudi table version in the table's `hoodie.properties` (6, 8, 9), or None for no table."""
     if not table_exists(spark, base_path):
         return None
+    return int(meta_client(spark, base_path).getTableConfig().getTableVersion().versionCode())
+
+
+def meta_client(spark: SparkSession, base_path: str) -> Any:
+    """Hudi's HoodieTableMetaClient of the table at `base_path` (JVM object)."""
     gateway = jvm(spark)
     conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
-    client = gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
-    return int(client.getTableConfig().getTableVersion().versionCode())
+    return gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
 
 
 def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:

@@ -8,10 +8,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.hudi.table import table_exists
+from hudi_cdc.hudi.table import meta_client, table_exists
 from hudi_cdc.offsets import BATCH_KEY, OFFSETS_KEY
 from hudi_cdc.progress import Progress
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.spark_session import jvm
 
 
 @dataclass(frozen=True)
@@ -30,15 +30,9 @@ class TimelineSummary:
     """Committed counts and freshness watermark, as of the newest hudi_cdc commit."""
 
 
-def _meta_client(spark: SparkSession, base_path: str) -> Any:
-    gateway = jvm(spark)
-    conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
-    return gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
-
-
 def latest_job_metadata(spark: SparkSession, base_path: str) -> dict[str, str]:
     """The extra metadata of the newest commit hudi_cdc made (compactions and cleans carry none); {} if none."""
-    return _latest_job_metadata(spark, _meta_client(spark, base_path))
+    return _latest_job_metadata(spark, meta_client(spark, base_path))
 
 
 def _latest_job_metadata(spark: SparkSession, client: Any) -> dict[str, str]:
@@ -57,12 +51,12 @@ def pending_compactions(spark: SparkSession, base_path: str) -> int:
     """Compactions scheduled on the table and not yet run (0 for copy-on-write or a missing table)."""
     if not table_exists(spark, base_path):
         return 0
-    return int(_meta_client(spark, base_path).getActiveTimeline().filterPendingCompactionTimeline().countInstants())
+    return int(meta_client(spark, base_path).getActiveTimeline().filterPendingCompactionTimeline().countInstants())
 
 
 def summary(spark: SparkSession, base_path: str) -> TimelineSummary:
     """Last commit and its Kafka positions, pending and last compaction."""
-    client = _meta_client(spark, base_path)
+    client = meta_client(spark, base_path)
     active = client.getActiveTimeline()
     last = active.getCommitsTimeline().filterCompletedInstants().lastInstant()
     last_commit = last_action = completed = None

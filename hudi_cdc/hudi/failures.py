@@ -1,0 +1,107 @@
+"""Is a failed table write the fault of some records, or of the table and its storage?
+
+Failure isolation (`pipeline._run_table_isolating`) splits a failing batch in halves to find
+the records that break it, and dead-letters them. That is right only when some records do.
+When the table's metadata table is corrupt, a Hudi table service fails mid-commit or the
+storage refuses, every part fails the same way, and splitting would dead-letter good records
+(a corrupt metadata table dead-lettered every record of a batch before this check). Such a
+failure must stop the table instead, with Kafka keeping the batch. It is recognised here from
+the Java exceptions Hudi and Hadoop raise for it.
+
+A record can still break a write in the code named here (say, a value that breaks a
+column-stats computation); the job then stops on it instead of isolating it. Stopping keeps
+every record and says why; isolating a table-wide failure would take good records out of the
+table. When in doubt, stop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hudi_cdc.spark_session import java_chain
+
+TABLE_EXCEPTIONS = frozenset(
+    "org.apache.hudi.exception." + name
+    for name in (
+        "HoodieMetadataException",  # the metadata table cannot be read or written
+        "HoodieCompactionException",
+        "HoodieCompactException",
+        "HoodieLogCompactException",
+        "HoodieClusteringException",
+        "HoodieRollbackException",
+        "HoodieRestoreException",
+        "HoodieCommitException",  # completing the instant on the timeline failed
+        "HoodieLockException",
+        "HoodieWriteConflictException",
+        "HoodieHeartbeatException",
+        "HoodieUpgradeDowngradeException",
+        "CorruptedLogFileException",
+        "HoodieCorruptedDataException",
+        "InvalidTableException",
+        "TableNotFoundException",
+        "HoodieRemoteException",  # the embedded timeline server
+    )
+)
+"""Hudi exceptions (and their subclasses) that speak of the table, never of one record."""
+
+STORAGE_ROOTS = frozenset({"java.io.IOException"})
+"""A root cause of these classes (or subclasses: FileNotFoundException, ConnectException,
+AccessDeniedException, S3A's AWSClientIOException...) is the storage failing."""
+
+TABLE_PACKAGES = (
+    "org.apache.hudi.metadata.",
+    "org.apache.hudi.table.action.compact.",
+    "org.apache.hudi.table.action.clean.",
+    "org.apache.hudi.table.action.cluster.",
+    "org.apache.hudi.table.action.rollback.",
+    "org.apache.hudi.client.timeline.",
+)
+"""Hudi code that maintains the table (metadata table, table services, archival). A root cause
+thrown there, seen from its innermost Hudi frame, is the table's: e.g. Hudi 1.2.0's
+ArrayIndexOutOfBoundsException in HoodieMetadataPayload when the metadata table compacts in
+the middle of a commit (BENCHMARKS.md, ninth round)."""
+
+HUDI_PACKAGE = "org.apache.hudi."
+SHADED_PACKAGES = ("org.apache.hudi.org.", "org.apache.hudi.com.", "org.apache.hudi.javax.")
+"""Libraries the Hudi bundle relocates under its own package (HBase's HFile reader, Jackson...)."""
+
+
+def table_fault(exc: BaseException) -> str | None:
+    """Why `exc` is the table's or the storage's failure, not a record's; None when records may be at fault."""
+    try:
+        chain = java_chain(exc)
+        for throwable in chain:
+            lineage = _class_lineage(throwable)
+            if TABLE_EXCEPTIONS & set(lineage):
+                return f"Hudi failed on the table itself ({lineage[0]})"
+        if not chain:
+            return None
+        root = chain[-1]
+        lineage = _class_lineage(root)
+        if STORAGE_ROOTS & set(lineage):
+            return f"the storage failed ({lineage[0]}: {root.getMessage()})"
+        frame = _innermost_hudi_frame(root)
+        if frame is not None and frame.startswith(TABLE_PACKAGES):
+            return f"Hudi failed maintaining the table ({lineage[0]} in {frame})"
+    except Exception:  # the JVM is gone: nothing to tell by
+        return None
+    return None
+
+
+def _class_lineage(throwable: Any) -> list[str]:
+    """The throwable's class name, then its superclasses' names."""
+    names: list[str] = []
+    cls = throwable.getClass()
+    while cls is not None and len(names) < 20:
+        names.append(str(cls.getName()))
+        cls = cls.getSuperclass()
+    return names
+
+
+def _innermost_hudi_frame(throwable: Any) -> str | None:
+    """`Class.method` of the Hudi frame nearest where `throwable` was thrown."""
+    for frame in throwable.getStackTrace():
+        name = str(frame.getClassName())
+        if name.startswith(HUDI_PACKAGE) and not name.startswith(SHADED_PACKAGES):
+            return f"{name}.{frame.getMethodName()}"
+    return None

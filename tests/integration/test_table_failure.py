@@ -1,0 +1,69 @@
+"""A failure of the table itself stops the job; it never dead-letters good records (rule: nothing lost).
+
+Failure isolation splits a failing batch to find the records that break it. When the table's
+metadata table is corrupt, every part fails alike: before hudi/failures.py, every record of the
+batch went to the dead-letter store as BatchFailure and the job went on without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pyspark.sql import SparkSession
+from pyspark.sql.utils import StreamingQueryException
+
+from devkit.services.kafka import LocalKafka
+from hudi_cdc.cli.console import cli
+from tests.integration.harness import Job
+from tests.integration.test_bad_records import _row, _source
+
+pytestmark = pytest.mark.integration
+
+
+def _corrupt_metadata_table(base_path: str) -> list[str]:
+    """Overwrite the data files of the metadata table's `files` partition, as a bad disk or a torn copy would."""
+    partition = Path(base_path) / ".hoodie" / "metadata" / "files"
+    corrupted = [p for p in partition.iterdir() if p.is_file() and ".hoodie_partition_metadata" not in p.name]
+    for path in corrupted:
+        path.write_bytes(b"not an hfile or a log block " * 4)
+    return [p.name for p in corrupted]
+
+
+def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_the_repair(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
+    src = _source(job)
+    job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
+    job.run()
+    assert _corrupt_metadata_table(job.path("accounts"))
+
+    updates = [
+        src.change("u", before=_row(i, f"n{i}", "1.00"), after=_row(i, f"m{i}", "2.00"), pos=200 + i)
+        for i in range(10, 14)
+    ]
+    job.produce("accounts", updates)
+    with pytest.raises(StreamingQueryException) as failed:
+        job.run()
+    message = str(failed.value)
+    assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
+    assert "HoodieMetadataException" in message and "No record was dead-lettered" in message
+    assert not (tmp_path / "dead_letter").exists()
+
+    config = str(job.config_file())
+    repaired = CliRunner().invoke(cli, ["rebuild-metadata", "accounts", "--config", config])
+    assert repaired.exit_code == 0, repaired.output
+    assert "metadata table deleted; backup at" in repaired.output
+
+    # Kafka kept the batch: the next run applies it, and Hudi rebuilds the metadata table
+    (batch,) = job.run()
+    (metrics,) = batch.tables
+    assert (metrics.read, metrics.applied, metrics.dead_letter, metrics.isolated) == (4, 4, 0, 0)
+    expected = [{"id": i, "name": f"m{i}"} for i in range(10, 14)]
+    assert [{"id": r["id"], "name": r["name"]} for r in job.rows_spark("accounts")] == expected
+    assert [{"id": r["id"], "name": r["name"]} for r in job.rows_hudi_rs("accounts")] == expected
+    assert (Path(job.path("accounts")) / ".hoodie" / "metadata" / ".hoodie").is_dir()
+    nothing = CliRunner().invoke(cli, ["rebuild-metadata", "nobody", "--config", config])
+    assert nothing.exit_code == 1 and "no table 'nobody'" in nothing.output

@@ -1,0 +1,160 @@
+"""hudi/failures.py: which failed writes are the table's or the storage's, not a record's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from hudi_cdc.hudi.failures import table_fault
+
+HIERARCHY = {
+    "org.apache.hudi.exception.HoodieMetadataException": "org.apache.hudi.exception.HoodieException",
+    "org.apache.hudi.exception.HoodieUpsertException": "org.apache.hudi.exception.HoodieException",
+    "org.apache.hudi.exception.HoodieException": "java.lang.RuntimeException",
+    "org.apache.spark.SparkException": "java.lang.Exception",
+    "java.lang.RuntimeException": "java.lang.Exception",
+    "java.lang.ArrayIndexOutOfBoundsException": "java.lang.IndexOutOfBoundsException",
+    "java.lang.IndexOutOfBoundsException": "java.lang.RuntimeException",
+    "java.io.FileNotFoundException": "java.io.IOException",
+    "java.io.IOException": "java.lang.Exception",
+    "java.lang.Exception": "java.lang.Throwable",
+}
+
+
+@dataclass
+class FakeClass:
+    """java.lang.Class as py4j shows it: a name and a superclass (methods keep the Java names)."""
+
+    name: str
+
+    def getName(self) -> str:
+        return self.name
+
+    def getSuperclass(self) -> FakeClass | None:
+        parent = HIERARCHY.get(self.name)
+        return FakeClass(parent) if parent else None
+
+
+@dataclass
+class FakeFrame:
+    where: str
+
+    def getClassName(self) -> str:
+        return self.where.rsplit(".", 1)[0]
+
+    def getMethodName(self) -> str:
+        return self.where.rsplit(".", 1)[1]
+
+
+@dataclass
+class FakeThrowable:
+    """A Java throwable as py4j shows it."""
+
+    cls: str
+    message: str = ""
+    frames: list[str] = field(default_factory=list)
+    cause: FakeThrowable | None = None
+
+    def getClass(self) -> FakeClass:
+        return FakeClass(self.cls)
+
+    def getMessage(self) -> str:
+        return self.message
+
+    def getCause(self) -> FakeThrowable | None:
+        return self.cause
+
+    def equals(self, other: Any) -> bool:
+        return self is other
+
+    def getStackTrace(self) -> list[FakeFrame]:
+        return [FakeFrame(f) for f in self.frames]
+
+
+class FakePy4JError(Exception):
+    def __init__(self, java_exception: Any) -> None:
+        super().__init__("An error occurred while calling o123.save")
+        self.java_exception = java_exception
+
+
+def _failed(*chain: FakeThrowable) -> FakePy4JError:
+    """A Py4J error whose Java chain is `chain`, outermost first."""
+    for outer, inner in pairwise(chain):
+        outer.cause = inner
+    return FakePy4JError(chain[0])
+
+
+TASK_FAILED = "org.apache.spark.SparkException"
+
+
+def test_a_hudi_metadata_exception_anywhere_in_the_chain_is_the_tables() -> None:
+    failure = _failed(
+        FakeThrowable("org.apache.hudi.exception.HoodieUpsertException", "Failed to upsert for commit time 1"),
+        FakeThrowable("org.apache.hudi.exception.HoodieMetadataException", "Failed to retrieve files"),
+        FakeThrowable("java.lang.RuntimeException", "bad block"),
+    )
+    assert table_fault(failure) == "Hudi failed on the table itself (org.apache.hudi.exception.HoodieMetadataException)"
+
+
+def test_an_io_exception_at_the_root_is_the_storages() -> None:
+    failure = _failed(
+        FakeThrowable("org.apache.hudi.exception.HoodieUpsertException", "Failed to upsert"),
+        FakeThrowable("java.io.FileNotFoundException", "File file:/t/x.parquet does not exist"),
+    )
+    assert table_fault(failure) == "the storage failed (java.io.FileNotFoundException: File file:/t/x.parquet does not exist)"
+
+
+def test_a_root_cause_thrown_in_the_metadata_payload_is_the_tables() -> None:
+    """Hudi 1.2.0's failure when its metadata table compacts mid-commit, seen in the plain bench job."""
+    failure = _failed(
+        FakeThrowable(TASK_FAILED, "Job aborted due to stage failure"),
+        FakeThrowable(
+            "java.lang.ArrayIndexOutOfBoundsException",
+            "Index 9 out of bounds for length 7",
+            frames=[
+                "org.apache.avro.generic.GenericData$Record.get",
+                "org.apache.hudi.org.apache.avro.Shaded.read",
+                "org.apache.hudi.metadata.HoodieMetadataPayload.getInsertValue",
+                "org.apache.hudi.io.HoodieAppendHandle.write",
+            ],
+        ),
+    )
+    assert table_fault(failure) == (
+        "Hudi failed maintaining the table (java.lang.ArrayIndexOutOfBoundsException in "
+        "org.apache.hudi.metadata.HoodieMetadataPayload.getInsertValue)"
+    )
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        # a value the data write cannot take: the innermost Hudi frame writes data, whatever called it
+        ["org.apache.hudi.io.HoodieMergeHandle.write", "org.apache.hudi.metadata.HoodieMetadataWriteUtils.map"],
+        # an expression that throws on one value, before Hudi sees the rows
+        ["org.apache.spark.sql.catalyst.expressions.AssertTrue.eval", "org.apache.spark.scheduler.Task.run"],
+        [],
+    ],
+)
+def test_a_record_may_be_at_fault_for_anything_else(frames: list[str]) -> None:
+    failure = _failed(
+        FakeThrowable("org.apache.hudi.exception.HoodieUpsertException", "Failed to upsert"),
+        FakeThrowable(TASK_FAILED, "Job aborted due to stage failure"),
+        FakeThrowable("java.lang.RuntimeException", "poison value", frames=frames),
+    )
+    assert table_fault(failure) is None
+
+
+def test_python_errors_and_a_gone_jvm_tell_nothing() -> None:
+    assert table_fault(ValueError("no Java here")) is None
+
+    class Gone:
+        def getClass(self) -> Any:
+            raise ConnectionError("py4j gateway closed")
+
+        def getCause(self) -> None:
+            return None
+
+    assert table_fault(FakePy4JError(Gone())) is None
