@@ -118,6 +118,7 @@ class LocalMariaDB(LocalService):
         process = ServiceProcess(SERVICE, command, directory=self.directory)
         self._launch(process, self._ready, timeout=self.startup_timeout, began=began, interval=0.1)
         try:
+            self._create_root_over_tcp()
             self._create_debezium_user()
         except BaseException:
             self.stop()
@@ -159,11 +160,20 @@ class LocalMariaDB(LocalService):
             binlog_file=position.file, binlog_pos=position.pos,
         )  # fmt: skip
 
+    def connect_root(self) -> Any:
+        """A new autocommit connection as root, over TCP.
+
+        Why not the unix socket: once, in CI, the socket file vanished while the server ran and
+        every new connection failed (cause not found); a TCP port cannot vanish that way. The
+        socket is used only until the TCP root account exists (`start`).
+        """
+        return pymysql.connect(host=self.host, port=self.port, user="root", autocommit=True, connect_timeout=10)
+
     def _connection(self) -> Any:
         if self._process is None:
             raise ServiceError(SERVICE, "not started")
         if self._conn is None:
-            self._conn = pymysql.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
+            self._conn = self.connect_root()
         else:
             self._conn.ping(reconnect=True)
         return self._conn
@@ -188,6 +198,13 @@ class LocalMariaDB(LocalService):
             raise ServiceError(
                 SERVICE, f"mariadb-install-db failed (exit {result.returncode})", log_tail(self.log_path)
             )
+
+    def _create_root_over_tcp(self) -> None:
+        # install-db may create root@localhost only, which matches socket connections alone
+        by_socket = pymysql.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
+        with contextlib.closing(by_socket), by_socket.cursor() as cursor:
+            cursor.execute(f"CREATE USER IF NOT EXISTS 'root'@'{self.host}'")
+            cursor.execute(f"GRANT ALL PRIVILEGES ON *.* TO 'root'@'{self.host}' WITH GRANT OPTION")
 
     def _create_debezium_user(self) -> None:
         for host in ("%", "localhost"):

@@ -19,7 +19,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pymysql  # type: ignore[import-untyped]
 import pytest
 import yaml
 from click.testing import CliRunner, Result
@@ -58,7 +57,7 @@ class Workload(threading.Thread):
 
     def __init__(self, mariadb: LocalMariaDB, database: str) -> None:
         super().__init__(daemon=True)
-        self.conn = pymysql.connect(unix_socket=str(mariadb.socket_path), user="root", autocommit=True)
+        self.conn = mariadb.connect_root()
         self.database = database
         self.halt = threading.Event()
         self.statements = 0
