@@ -62,6 +62,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hot-keys", type=int, default=1_000, help="keys the `hot` workload updates")
     parser.add_argument("--scale-rows", default="20000,100000", help="table sizes of `scale`, e.g. 1000000,10000000")
     parser.add_argument("--scale-type", choices=("cow", "mor"), default="cow", help="table type of `scale`")
+    parser.add_argument("--scale-keys", choices=("uniform", "newest"), default="uniform",
+                        help="keys `scale` updates: any, or the newest --hot-keys keys of each table")  # fmt: skip
     parser.add_argument("--tables", type=int, default=5, help="tables of the `tables` workload (rows and changes split among them)")
     parser.add_argument("--table-concurrency", type=int, default=5,
                         help="hudi_cdc's job.table_concurrency in the `tables` workload's concurrent case")  # fmt: skip
@@ -105,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = Sizes(rows=args.rows, changes=args.changes, small_changes=args.small_changes,
                   hot_keys=args.hot_keys, scale_rows=_int_list(args.scale_rows), tables=args.tables,
                   table_concurrency=args.table_concurrency,
-                  scale_type="MERGE_ON_READ" if args.scale_type == "mor" else "COPY_ON_WRITE")  # fmt: skip
+                  scale_type="MERGE_ON_READ" if args.scale_type == "mor" else "COPY_ON_WRITE",
+                  scale_keys=args.scale_keys)  # fmt: skip
     selected = cases([w for w in args.workloads.split(",") if w], sizes)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = args.out or build_dir() / "bench"

@@ -73,11 +73,11 @@ def snapshot_changes(rows: int) -> Iterator[Change]:
         yield "r", key, 0
 
 
-def update_changes(changes: int, keys: int) -> Iterator[Change]:
-    """`changes` updates (op u), each of a key drawn uniformly from 0..keys-1."""
+def update_changes(changes: int, keys: int, *, lowest: int = 0) -> Iterator[Change]:
+    """`changes` updates (op u), each of a key drawn uniformly from lowest..keys-1."""
     rng = random.Random(_SEED)
     for i in range(changes):
-        yield "u", rng.randrange(keys), i + 1
+        yield "u", rng.randrange(lowest, keys), i + 1
 
 
 def delete_keys(changes: int, rows: int) -> list[int]:
@@ -224,6 +224,9 @@ class Sizes:
     scale_type: TableType = "COPY_ON_WRITE"
     """Table type of the `scale` workload: copy-on-write rewrites every file a batch touches,
     merge-on-read appends to their logs."""
+    scale_keys: Literal["uniform", "newest"] = "uniform"
+    """Keys the `scale` workload updates: any key, or only the newest `hot_keys` keys of the
+    table (an OLTP table's recent orders), which sit in the files written last."""
 
 
 def cases(selection: list[str], sizes: Sizes) -> list[Case]:
@@ -295,12 +298,18 @@ def _cases_of(workload: str, sizes: Sizes, n: int, m: int) -> list[Case]:
                 ("concurrent", f"one job, {sizes.table_concurrency} tables at a time", sizes.table_concurrency, False),
             )
         ]  # fmt: skip
-    # scale: the same number of uniform changes into ever larger tables
-    kind = "" if sizes.scale_type == cow else "mor-"
+    # scale: the same number of changes into ever larger tables
+    kind = ("" if sizes.scale_type == cow else "mor-") + ("" if sizes.scale_keys == "uniform" else "newest-")
+    newest = sizes.scale_keys == "newest"
+    which = f" of the newest {human(sizes.hot_keys)}" if newest else ""
+
+    def lowest(rows: int) -> int:
+        return max(0, rows - sizes.hot_keys) if newest else 0
+
     return [
-        case(f"scale-{kind}{human(rows).lower()}", f"{human(m)} updates into {human(rows)} rows, "
+        case(f"scale-{kind}{human(rows).lower()}", f"{human(m)} updates{which} into {human(rows)} rows, "
              f"{'COW' if sizes.scale_type == cow else 'MOR'}", sizes.scale_type,
-             lambda rows=rows: update_changes(m, rows), m, rows=rows)  # type: ignore[misc]
+             lambda rows=rows: update_changes(m, rows, lowest=lowest(rows)), m, rows=rows)  # type: ignore[misc]
         for rows in sizes.scale_rows
     ]
 

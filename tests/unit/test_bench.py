@@ -183,6 +183,16 @@ def test_scale_cases_load_tables_of_the_chosen_type() -> None:
     assert found[1].title == "40 updates into 1k rows, MOR"
 
 
+def test_newest_key_scale_cases_update_only_the_newest_keys_of_each_table() -> None:
+    sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(100, 1000), scale_keys="newest")
+    small, large = cases(["scale"], sizes)
+    assert (small.name, large.name) == ("scale-newest-100", "scale-newest-1k")
+    assert large.title == "40 updates of the newest 5 into 1k rows, COW"
+    assert {key for _, key, _ in small.changes()} == set(range(95, 100))
+    assert {key for _, key, _ in large.changes()} == set(range(995, 1000))
+    assert [op for op, _, _ in large.changes()] == ["u"] * 40
+
+
 def test_the_tables_cases_share_their_topics_and_split_the_sizes() -> None:
     sizes = Sizes(rows=100, changes=40, small_changes=10, hot_keys=5, scale_rows=(), tables=4, table_concurrency=3)
     separate, sequential, concurrent = cases(["tables"], sizes)
