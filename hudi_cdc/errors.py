@@ -110,7 +110,7 @@ class RegistryUnavailableError(TransientError):
 
 
 class TableFailure(TransientError):
-    """Hudi could not write a table's batch for a reason of the table or its storage, not of a record.
+    """A table's batch could not be written because the table, its storage or Kafka failed, not a record.
 
     Nothing of the batch was dead-lettered; the job stops and Kafka keeps the batch. `positions`
     names the batch's records, e.g. `orders[0]@120..180`.
@@ -124,9 +124,9 @@ class TableFailure(TransientError):
         super().__init__(
             f"table {table}: batch {batch_id} ({positions}) could not be written: {reason}\n"
             f"  {error}\n"
-            "No record was dead-lettered: this failure is the table's or the storage's, not a record's. "
+            "No record was dead-lettered: this failure is the table's, the storage's or Kafka's, not a record's. "
             "The job stops; restarted, it reads the batch again (Hudi rolls the failed commit back first). "
-            "If it fails the same way again: check that the storage is reachable and writable; for a metadata "
-            "table that cannot be read, stop the job, delete the table's `.hoodie/metadata` folder "
-            "(Hudi rebuilds it from the data files at the next commit) and start again."
+            "If it fails the same way again: check that the storage and Kafka are reachable; for a metadata "
+            f"table that cannot be read, stop the job, run `hudi-cdc rebuild-metadata {table}` (Hudi rebuilds "
+            "the metadata table from the data files at the next commit) and start again."
         )

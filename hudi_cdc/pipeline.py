@@ -30,8 +30,8 @@ from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
+from hudi_cdc.failures import environment_fault
 from hudi_cdc.hudi import timeline, writer
-from hudi_cdc.hudi.failures import table_fault
 from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_keys, read_table
 from hudi_cdc.hudi.writer import RowCounts
@@ -132,7 +132,7 @@ def _run_table_isolating(
     (`error_class` BatchFailure) and the rest is committed. Transient and configuration errors
     are raised, and so is the original error once more than MAX_ISOLATED_RECORDS records fail
     alone: that is no longer a bad record but a broken job, and Kafka keeps the batch. A failure
-    of the table or its storage (hudi/failures.py) is raised as TableFailure before any split:
+    of the table, its storage or Kafka (failures.py) is raised as TableFailure before any split:
     every part would fail alike.
     """
     try:
@@ -140,7 +140,7 @@ def _run_table_isolating(
     except CdcError:
         raise  # configuration or an unavailable service: not the fault of a record
     except Exception as first:
-        _raise_if_table_fault(first, received, table, ctx)
+        _raise_if_environment_fault(first, received, table, ctx)
         log.warning(
             "table %s: batch %d failed (%s); splitting it to isolate the records that fail",
             table.name,
@@ -166,7 +166,7 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
             except CdcError:
                 raise
             except Exception as exc:
-                _raise_if_table_fault(exc, received, table, ctx)
+                _raise_if_environment_fault(exc, received, table, ctx)
                 if n > 1:
                     pending.extend(reversed(_halves(part)))
                     continue
@@ -197,9 +197,9 @@ def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: E
     return metrics
 
 
-def _raise_if_table_fault(exc: Exception, received: TableRecords, table: TableConfig, ctx: BatchContext) -> None:
-    """Raise TableFailure when `exc` is the table's or the storage's failure, not a record's."""
-    reason = table_fault(exc)
+def _raise_if_environment_fault(exc: Exception, received: TableRecords, table: TableConfig, ctx: BatchContext) -> None:
+    """Raise TableFailure when `exc` is a failure of the table, its storage or Kafka, not a record's."""
+    reason = environment_fault(exc)
     if reason is None:
         return
     failure = TableFailure(

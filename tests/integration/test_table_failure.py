@@ -1,7 +1,7 @@
 """A failure of the table itself stops the job; it never dead-letters good records (rule: nothing lost).
 
 Failure isolation splits a failing batch to find the records that break it. When the table's
-metadata table is corrupt, every part fails alike: before hudi/failures.py, every record of the
+metadata table is corrupt, every part fails alike: before failures.py, every record of the
 batch went to the dead-letter store as BatchFailure and the job went on without them.
 """
 
@@ -50,6 +50,7 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
     message = str(failed.value)
     assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
     assert "HoodieMetadataException" in message and "No record was dead-lettered" in message
+    assert "run `hudi-cdc rebuild-metadata accounts`" in message
     assert not (tmp_path / "dead_letter").exists()
 
     config = str(job.config_file())

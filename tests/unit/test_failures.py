@@ -1,4 +1,4 @@
-"""hudi/failures.py: which failed writes are the table's or the storage's, not a record's."""
+"""failures.py: which failed writes are the table's, the storage's or Kafka's, not a record's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.hudi.failures import table_fault
+from hudi_cdc.failures import environment_fault
 
 HIERARCHY = {
     "org.apache.hudi.exception.HoodieMetadataException": "org.apache.hudi.exception.HoodieException",
@@ -96,7 +96,7 @@ def test_a_hudi_metadata_exception_anywhere_in_the_chain_is_the_tables() -> None
         FakeThrowable("org.apache.hudi.exception.HoodieMetadataException", "Failed to retrieve files"),
         FakeThrowable("java.lang.RuntimeException", "bad block"),
     )
-    assert table_fault(failure) == "Hudi failed on the table itself (org.apache.hudi.exception.HoodieMetadataException)"
+    assert environment_fault(failure) == "Hudi failed on the table itself (org.apache.hudi.exception.HoodieMetadataException)"
 
 
 def test_an_io_exception_at_the_root_is_the_storages() -> None:
@@ -104,7 +104,7 @@ def test_an_io_exception_at_the_root_is_the_storages() -> None:
         FakeThrowable("org.apache.hudi.exception.HoodieUpsertException", "Failed to upsert"),
         FakeThrowable("java.io.FileNotFoundException", "File file:/t/x.parquet does not exist"),
     )
-    assert table_fault(failure) == "the storage failed (java.io.FileNotFoundException: File file:/t/x.parquet does not exist)"
+    assert environment_fault(failure) == "the storage failed (java.io.FileNotFoundException: File file:/t/x.parquet does not exist)"
 
 
 def test_a_root_cause_thrown_in_the_metadata_payload_is_the_tables() -> None:
@@ -122,7 +122,7 @@ def test_a_root_cause_thrown_in_the_metadata_payload_is_the_tables() -> None:
             ],
         ),
     )
-    assert table_fault(failure) == (
+    assert environment_fault(failure) == (
         "Hudi failed maintaining the table (java.lang.ArrayIndexOutOfBoundsException in "
         "org.apache.hudi.metadata.HoodieMetadataPayload.getInsertValue)"
     )
@@ -144,11 +144,22 @@ def test_a_record_may_be_at_fault_for_anything_else(frames: list[str]) -> None:
         FakeThrowable(TASK_FAILED, "Job aborted due to stage failure"),
         FakeThrowable("java.lang.RuntimeException", "poison value", frames=frames),
     )
-    assert table_fault(failure) is None
+    assert environment_fault(failure) is None
+
+
+def test_a_kafka_client_exception_anywhere_in_the_chain_is_kafkas() -> None:
+    """A lost executor's cached records are read from Kafka again, inside the table's Spark jobs."""
+    failure = _failed(
+        FakeThrowable(TASK_FAILED, "Job aborted due to stage failure"),
+        FakeThrowable("org.apache.kafka.common.errors.TimeoutException", "Timeout of 60000ms expired before fetching"),
+    )
+    assert environment_fault(failure) == (
+        "Kafka failed (org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before fetching)"
+    )
 
 
 def test_python_errors_and_a_gone_jvm_tell_nothing() -> None:
-    assert table_fault(ValueError("no Java here")) is None
+    assert environment_fault(ValueError("no Java here")) is None
 
     class Gone:
         def getClass(self) -> Any:
@@ -157,4 +168,4 @@ def test_python_errors_and_a_gone_jvm_tell_nothing() -> None:
         def getCause(self) -> None:
             return None
 
-    assert table_fault(FakePy4JError(Gone())) is None
+    assert environment_fault(FakePy4JError(Gone())) is None

@@ -1,17 +1,18 @@
-"""Is a failed table write the fault of some records, or of the table and its storage?
+"""Is a failed table write the fault of some records, or of what the job runs on?
 
 Failure isolation (`pipeline._run_table_isolating`) splits a failing batch in halves to find
 the records that break it, and dead-letters them. That is right only when some records do.
-When the table's metadata table is corrupt, a Hudi table service fails mid-commit or the
-storage refuses, every part fails the same way, and splitting would dead-letter good records
-(a corrupt metadata table dead-lettered every record of a batch before this check). Such a
-failure must stop the table instead, with Kafka keeping the batch. It is recognised here from
-the Java exceptions Hudi and Hadoop raise for it.
+When the table's metadata table is corrupt, a Hudi table service fails mid-commit, the storage
+refuses or Kafka cannot serve the batch again (a lost executor's cached records are read anew),
+every part fails the same way, and splitting would dead-letter good records (a corrupt metadata
+table dead-lettered every record of a batch before this check). Such a failure must stop the
+table instead, with Kafka keeping the batch. It is recognised here from the Java exceptions
+Hudi, Hadoop and the Kafka client raise for it.
 
 A record can still break a write in the code named here (say, a value that breaks a
 column-stats computation); the job then stops on it instead of isolating it. Stopping keeps
-every record and says why; isolating a table-wide failure would take good records out of the
-table. When in doubt, stop.
+every record and says why; isolating a failure of the environment would take good records out
+of the table. When in doubt, stop.
 """
 
 from __future__ import annotations
@@ -61,19 +62,24 @@ thrown there, seen from its innermost Hudi frame, is the table's: e.g. Hudi 1.2.
 ArrayIndexOutOfBoundsException in HoodieMetadataPayload when the metadata table compacts in
 the middle of a commit (BENCHMARKS.md, ninth round)."""
 
+KAFKA_PACKAGE = "org.apache.kafka."
+"""The Kafka client's exceptions (TimeoutException, a broker gone...): Kafka failed, no record did."""
+
 HUDI_PACKAGE = "org.apache.hudi."
 SHADED_PACKAGES = ("org.apache.hudi.org.", "org.apache.hudi.com.", "org.apache.hudi.javax.")
 """Libraries the Hudi bundle relocates under its own package (HBase's HFile reader, Jackson...)."""
 
 
-def table_fault(exc: BaseException) -> str | None:
-    """Why `exc` is the table's or the storage's failure, not a record's; None when records may be at fault."""
+def environment_fault(exc: BaseException) -> str | None:
+    """Why `exc` is a failure of the table, its storage or Kafka, not a record's; None when records may be at fault."""
     try:
         chain = java_chain(exc)
         for throwable in chain:
             lineage = _class_lineage(throwable)
             if TABLE_EXCEPTIONS & set(lineage):
                 return f"Hudi failed on the table itself ({lineage[0]})"
+            if lineage[0].startswith(KAFKA_PACKAGE):
+                return f"Kafka failed ({lineage[0]}: {throwable.getMessage()})"
         if not chain:
             return None
         root = chain[-1]
