@@ -74,6 +74,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="keep Spark event logs of the hudi_cdc jobs, print where time goes")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for every job's session (repeatable), e.g. to compare JIT settings")  # fmt: skip
+    parser.add_argument("--hoodie-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Hudi write option of every table (repeatable; the plain job writes with it too), "
+                             "e.g. hoodie.parquet.max.file.size=8388608")  # fmt: skip
     parser.add_argument("--index", choices=("simple", "record_level"), default="simple",
                         help="the tables' `index` (the plain job writes with the same Hudi index)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="where results go (default build/bench)")
@@ -86,11 +89,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _setting(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise SystemExit(f"--spark-conf takes KEY=VALUE, not {text!r}")
-    return key, value
+def _settings(texts: list[str], flag: str) -> dict[str, str]:
+    """`KEY=VALUE` flags as a dict."""
+    found = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"{flag} takes KEY=VALUE, not {text!r}")
+        found[key] = value
+    return found
 
 
 def machine() -> dict[str, Any]:
@@ -115,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     root = run_dir("bench") / "data"
     shutil.rmtree(root, ignore_errors=True)
     settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
-                        spark_conf=dict(_setting(kv) for kv in args.spark_conf), index=args.index)  # fmt: skip
+                        spark_conf=_settings(args.spark_conf, "--spark-conf"), index=args.index,
+                        hoodie_options=_settings(args.hoodie_option, "--hoodie-option"))  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,8 @@ class JobSpec:
     """Run continuously at this interval (`5 seconds`; the freshness bench), None: until caught up."""
     index: IndexKind = "simple"
     """The table's `index`; the plain job writes with the same Hudi index options (`plain_options`)."""
+    hoodie_options: dict[str, str] = field(default_factory=dict)
+    """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -73,6 +75,7 @@ class JobSpec:
         return TableConfig(
             name=name, key=[KEY], base_path=path, type=self.type,
             partition_by=[PARTITION_COLUMN] if self.partitioned else [], index=self.index,
+            hoodie_options=self.hoodie_options,
         )  # fmt: skip
 
 

@@ -313,3 +313,19 @@ def test_a_failed_plain_run_is_kept_aside_and_started_once_more(tmp_path: Path) 
     assert kept.read_text().startswith("attempt 1")  # the failed run's log, moved aside before the restart
     assert restarts == [f"plain-run exited 1: java.lang.AIOOBE: Index 9 (log {kept})"]
     assert run.once({"attempt": "again"}, tmp_path / "other", event_log=False)[2] == []
+
+
+def test_hoodie_options_reach_both_hudi_jobs_write_options() -> None:
+    from devkit.bench.__main__ import _settings
+    from devkit.bench.jobs import JobSpec, plain_options
+    from hudi_cdc.hudi.options import write_options
+
+    options = _settings(["hoodie.parquet.max.file.size=8388608", "hoodie.parquet.small.file.limit=4194304"], "--hoodie-option")
+    spec = JobSpec(job="plain", bootstrap="localhost:9092", topics=["t"], batch=10, table_path="/tmp/t",
+                   type="MERGE_ON_READ", partitioned=False, work_dir="/tmp/w", hoodie_options=options)  # fmt: skip
+    ((_, table),) = spec.tables()
+    for written in (write_options(table), plain_options(table)):
+        assert written["hoodie.parquet.max.file.size"] == "8388608"
+        assert written["hoodie.parquet.small.file.limit"] == "4194304"
+    with pytest.raises(SystemExit, match="--hoodie-option takes KEY=VALUE"):
+        _settings(["hoodie.parquet.max.file.size"], "--hoodie-option")
