@@ -1,4 +1,4 @@
-"""A failure of the table itself stops the job; it never dead-letters good records (rule: nothing lost).
+"""A failure of the table or its storage stops the job; it never dead-letters good records (rule: nothing lost).
 
 Failure isolation splits a failing batch to find the records that break it. When the table's
 metadata table is corrupt, every part fails alike: before failures.py, every record of the
@@ -7,6 +7,9 @@ batch went to the dead-letter store as BatchFailure and the job went on without 
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -68,3 +71,53 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
     assert (Path(job.path("accounts")) / ".hoodie" / "metadata" / ".hoodie").is_dir()
     nothing = CliRunner().invoke(cli, ["rebuild-metadata", "nobody", "--config", config])
     assert nothing.exit_code == 1 and "no table 'nobody'" in nothing.output
+
+
+@contextmanager
+def _immutable(folder: Path) -> Iterator[None]:
+    """No file can be created in `folder` while inside (ext4's immutable flag, which binds root too)."""
+    subprocess.run(["chattr", "+i", str(folder)], check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True, capture_output=True)
+
+
+def _can_make_immutable(folder: Path) -> bool:
+    probe = folder / "immutable-probe"
+    probe.mkdir()
+    try:
+        with _immutable(probe):
+            (probe / "x").touch()
+    except PermissionError:
+        return True  # refused, as wanted
+    except (OSError, subprocess.CalledProcessError):
+        return False  # no chattr, or a filesystem or user without the flag
+    return False
+
+
+def test_storage_that_refuses_writes_stops_the_job_and_the_batch_is_applied_once_it_accepts_them(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    if not _can_make_immutable(tmp_path):
+        pytest.skip("this machine cannot make a folder refuse writes (chattr +i needs ext4 and CAP_LINUX_IMMUTABLE)")
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
+    src = _source(job)
+    job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
+    job.run()
+    job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(20, 24)])
+
+    # new data files cannot be created: the storage refuses the write, whatever the records
+    with _immutable(Path(job.path("accounts"))), pytest.raises(StreamingQueryException) as failed:
+        job.run()
+    message = str(failed.value)
+    assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
+    assert "the storage failed (java.io.FileNotFoundException" in message and "Operation not permitted" in message
+    assert "No record was dead-lettered" in message
+    assert not (tmp_path / "dead_letter").exists()
+
+    # the storage accepts writes again: the restarted job applies the batch Kafka kept
+    (batch,) = job.run()
+    (metrics,) = batch.tables
+    assert (metrics.read, metrics.applied, metrics.dead_letter, metrics.isolated) == (4, 4, 0, 0)
+    assert [r["id"] for r in job.rows_spark("accounts")] == [10, 11, 12, 13, 20, 21, 22, 23]
