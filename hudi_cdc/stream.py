@@ -15,13 +15,14 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc import kafka_check, locations, route_regex
 from hudi_cdc.config import Config, check_base_paths
 from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
-from hudi_cdc.errors import ConfigError
+from hudi_cdc.errors import CdcError, ConfigError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.hudi.recovery import recover_table_config
 from hudi_cdc.hudi.table import table_version
@@ -157,15 +158,23 @@ def run(
 ) -> None:
     """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval.
 
-    `source` names the configuration file in errors found at start (`preflight`).
+    `source` names the configuration file in errors found at start (`preflight`). A CdcError that
+    stops a batch (TableFailure, RegistryUnavailableError...) is raised as itself, not wrapped in
+    Spark's StreamingQueryException, so the CLI prints its text alone.
     """
     preflight(spark, config, source=source)
     apply_retention(spark, config)
     metastore = metastore_sync(config)
     listeners = [listener for listener in (on_batch, prometheus_listener(spark, config, once=once)) if listener is not None]
 
+    stopped_by: list[CdcError] = []
+
     def handle(batch: DataFrame, batch_id: int) -> None:
-        metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
+        try:
+            metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
+        except CdcError as exc:
+            stopped_by.append(exc)
+            raise
         if metastore is not None:
             # after every data commit of the batch: an outage delays registration, never data
             metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)
@@ -186,10 +195,18 @@ def run(
         metastore.sync_due(spark, config.tables)
     query = writer.start()
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
-    # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
-    while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
-        if metastore is not None:
-            metastore.sync_due(spark, config.tables)
+    try:
+        # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
+        while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
+            if metastore is not None:
+                metastore.sync_due(spark, config.tables)
+    except StreamingQueryException:
+        if not stopped_by:
+            raise
+    if stopped_by:
+        # the query's error wraps ours in py4j's and Spark's text; ours says what to do (and
+        # keeps its own cause, e.g. Hudi's exception)
+        raise stopped_by[-1]
     if metastore is not None:
         metastore.sync_due(spark, config.tables)
 

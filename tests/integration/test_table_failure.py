@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
-from pyspark.sql.utils import StreamingQueryException
 
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.cli.console import cli
+from hudi_cdc.errors import TableFailure
 from tests.integration.harness import Job
 from tests.integration.test_bad_records import _row, _source
 
@@ -48,7 +48,7 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
         for i in range(10, 14)
     ]
     job.produce("accounts", updates)
-    with pytest.raises(StreamingQueryException) as failed:
+    with pytest.raises(TableFailure) as failed:
         job.run()
     message = str(failed.value)
     assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
@@ -107,10 +107,14 @@ def test_storage_that_refuses_writes_stops_the_job_and_the_batch_is_applied_once
     job.run()
     job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(20, 24)])
 
-    # new data files cannot be created: the storage refuses the write, whatever the records
-    with _immutable(Path(job.path("accounts"))), pytest.raises(StreamingQueryException) as failed:
-        job.run()
-    message = str(failed.value)
+    # new data files cannot be created: the storage refuses the write, whatever the records.
+    # Run as a user runs it: the CLI prints the error's text alone and exits 1
+    with _immutable(Path(job.path("accounts"))):
+        failed = CliRunner().invoke(cli, ["run", "--once", "--config", str(job.config_file())])
+    assert failed.exit_code == 1, failed.output
+    message = failed.output
+    assert message.startswith("error: table accounts: batch 1"), message
+    assert "Traceback" not in message and "py4j" not in message
     assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
     assert "the storage failed (java.io.FileNotFoundException" in message and "Operation not permitted" in message
     assert "No record was dead-lettered" in message
