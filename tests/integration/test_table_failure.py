@@ -34,10 +34,15 @@ def _corrupt_metadata_table(base_path: str) -> list[str]:
     return [p.name for p in corrupted]
 
 
+@pytest.mark.parametrize(
+    "layout",
+    [{}, {"type": "MERGE_ON_READ", "index": "record_level"}],
+    ids=["cow-simple-index", "mor-record-level-index"],
+)
 def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_the_repair(
-    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, layout: dict[str, str]
 ) -> None:
-    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **layout}])
     src = _source(job)
     job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
     job.run()
@@ -68,7 +73,10 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
     expected = [{"id": i, "name": f"m{i}"} for i in range(10, 14)]
     assert [{"id": r["id"], "name": r["name"]} for r in job.rows_spark("accounts")] == expected
     assert [{"id": r["id"], "name": r["name"]} for r in job.rows_hudi_rs("accounts")] == expected
-    assert (Path(job.path("accounts")) / ".hoodie" / "metadata" / ".hoodie").is_dir()
+    rebuilt = Path(job.path("accounts")) / ".hoodie" / "metadata"
+    assert (rebuilt / ".hoodie").is_dir()
+    if layout.get("index") == "record_level":
+        assert any((rebuilt / "record_index").iterdir()), "the record-level index was not rebuilt"
     nothing = CliRunner().invoke(cli, ["rebuild-metadata", "nobody", "--config", config])
     assert nothing.exit_code == 1 and "no table 'nobody'" in nothing.output
 
