@@ -73,17 +73,15 @@ SHADED_PACKAGES = ("org.apache.hudi.org.", "org.apache.hudi.com.", "org.apache.h
 def environment_fault(exc: BaseException) -> str | None:
     """Why `exc` is a failure of the table, its storage or Kafka, not a record's; None when records may be at fault."""
     try:
-        chain = java_chain(exc)
-        for throwable in chain:
-            lineage = _class_lineage(throwable)
+        chain = [(throwable, _class_lineage(throwable)) for throwable in java_chain(exc)]
+        for throwable, lineage in chain:
             if TABLE_EXCEPTIONS & set(lineage):
                 return f"Hudi failed on the table itself ({lineage[0]})"
             if lineage[0].startswith(KAFKA_PACKAGE):
                 return f"Kafka failed ({lineage[0]}: {throwable.getMessage()})"
         if not chain:
             return None
-        root = chain[-1]
-        lineage = _class_lineage(root)
+        root, lineage = chain[-1]
         if STORAGE_ROOTS & set(lineage):
             return f"the storage failed ({lineage[0]}: {root.getMessage()})"
         frame = _innermost_hudi_frame(root)

@@ -98,16 +98,15 @@ def hadoop_conf(spark: SparkSession) -> Any:
 
 def java_chain(exc: BaseException) -> list[Any]:
     """The Java throwables behind a Py4JJavaError, outermost first (empty for other errors)."""
-    java_exception = getattr(exc, "java_exception", None)
     chain: list[Any] = []
+    current = getattr(exc, "java_exception", None)
     try:
-        current = java_exception
         while current is not None and len(chain) < 20:
             chain.append(current)
             nxt = current.getCause()
             current = None if nxt is None or nxt.equals(current) else nxt
     except Exception:  # the JVM is gone: what was walked so far
-        return chain
+        pass
     return chain
 
 
