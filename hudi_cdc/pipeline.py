@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TypeVar
 
 from pyspark.sql import DataFrame
@@ -243,49 +243,31 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
     metrics = TableMetrics(
         table=table.name, read=read, watermark_ts_ms=previous.watermark_ts_ms, applied_through=kafka.last
     )
+    metrics.tombstone = received.tombstones
+    if received.tombstones == read:
+        return metrics  # tombstones only: nothing to decode
     decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes).cached()
     folded: DataFrame | None = None
     try:
-        counted = tally(decoded, watermark=previous.watermark_ts_ms)
-        metrics.tombstone = received.tombstones
-        _count_unapplied(decoded, counted, metrics, ctx)
-        if metrics.accounted() == read:
-            return metrics  # tombstones, skipped or rejected records only: nothing to fold
         try:
             schema = check(decoded.schema, data_schema(stored), table)
         except SchemaChangeError as exc:
-            log.error("%s", exc)
-            # the table stops for this batch; none of its records is lost
-            _dead_letter(
-                dead_letter.raw_as_rejects(
-                    records, table=table.name, error_class="SchemaChangeError", message=str(exc)
-                ),
-                ctx,
-            )
-            return TableMetrics(
-                table=table.name, read=read, dead_letter=read, error=str(exc),
-                dead_letters_by_class={"SchemaChangeError": read}, applied_through=kafka.last,
-            )  # fmt: skip
-
-        events = decoded.events
+            return _schema_change(exc, records, decoded, table, previous.watermark_ts_ms, metrics, ctx)
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
-        changes, truncation, ignored = _split_truncates(events, counted, table)
-        metrics.truncate_ignored = ignored
-        every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
-        lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
-        result = fold(
-            events=conform_events(changes, schema),
-            stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
-            schema=schema,
-            key=table.key,
-            soft_deletes=table.deletes == "soft",
-            truncation=truncation,
-            remembered=remembered,
-            sticky=frozenset(table.partition_by),
-        )
-        # the fold result feeds both the counts and the write: compute it once
-        folded = checkpointed(result.rows)
-        written = _count_outcomes(result, folded, table, metrics)
+        # Folded first, counted after: one Spark job counts both the decoded batch and the fold's
+        # outcomes. The fold assumes the batch truncates nothing, which that count then confirms.
+        changes = _without_truncates(decoded.events)
+        folded, result = _fold(changes, None, stored, schema, remembered, table)
+        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(result, folded, table))
+        truncation, metrics.truncate_ignored = _truncation(counted, table)
+        if truncation is not None:  # rare: fold again, every stored row deleted up to the truncate
+            release(folded)
+            folded, result = _fold(changes, truncation, stored, schema, remembered, table)
+            counted = replace(counted, labelled=_count_labels(_outcome_labels(result, folded, table)))
+        _count_unapplied(decoded, counted, metrics, ctx)
+        if counted.events == 0:
+            return metrics  # tombstones, skipped or rejected records only: nothing to write
+        written = _count_outcomes(counted.labelled, metrics)
         if truncation is not None:
             metrics.deleted += counted.truncates
         newest_truncate = max((t for t in (truncation, remembered) if t), key=lambda t: t.order, default=None)
@@ -341,18 +323,71 @@ def _stored_for_keys(
     return read_keys(changes.sparkSession, table.base_path, column, keys)
 
 
-def _count_outcomes(result: FoldResult, folded: DataFrame, table: TableConfig, metrics: TableMetrics) -> RowCounts:
-    """Count every event's outcome into `metrics`, and return what the write will write: one Spark job."""
+def _fold(
+    changes: DataFrame,
+    truncation: Truncation | None,
+    stored: DataFrame | None,
+    schema: StructType,
+    remembered: Truncation | None,
+    table: TableConfig,
+) -> tuple[DataFrame, FoldResult]:
+    """The fold of `changes` onto their keys' stored rows; its rows checkpointed, for the counts
+    and the write both read them (the caller releases them)."""
+    every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
+    lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
+    result = fold(
+        events=conform_events(changes, schema),
+        stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
+        schema=schema,
+        key=table.key,
+        soft_deletes=table.deletes == "soft",
+        truncation=truncation,
+        remembered=remembered,
+        sticky=frozenset(table.partition_by),
+    )
+    return checkpointed(result.rows), result
+
+
+def _outcome_labels(result: FoldResult, folded: DataFrame, table: TableConfig) -> DataFrame:
+    """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts them)."""
     # each folded row labels its write and whether its key is new: one scan of the fold for both
     writes = folded.select(F.explode(F.array(write_kind(table), new_key(table))).alias("label"))
-    labels = result.outcomes_for(folded).select(F.col("outcome").alias("label")).unionByName(
+    return result.outcomes_for(folded).select(F.col("outcome").alias("label")).unionByName(
         writes.filter(F.col("label").isNotNull())
     )
-    by_label = {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
+
+
+def _count_labels(labels: DataFrame) -> dict[str, int]:
+    return {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
+
+
+def _count_outcomes(by_label: dict[str, int], metrics: TableMetrics) -> RowCounts:
+    """Count every event's outcome into `metrics`, and return what the write will write."""
     for label, count in by_label.items():
         if label not in (UPSERT, DELETE, NEW_KEY):
             metrics.add(Outcome(label), count)
     return RowCounts(upserted=by_label.get(UPSERT, 0), deleted=by_label.get(DELETE, 0), new_keys=by_label.get(NEW_KEY, 0))
+
+
+def _schema_change(
+    exc: SchemaChangeError, records: DataFrame, decoded: DecodeResult, table: TableConfig,
+    watermark: int | None, metrics: TableMetrics, ctx: BatchContext,
+) -> TableMetrics:  # fmt: skip
+    """A batch whose columns the table cannot take: the table stops for this batch and every
+    record goes to the dead-letter store, none lost. A batch without a change event changes no
+    column: its records are counted as they are (skipped, rejected, tombstones)."""
+    counted = tally(decoded, watermark=watermark)
+    if counted.events == 0:
+        _count_unapplied(decoded, counted, metrics, ctx)
+        return metrics
+    log.error("%s", exc)
+    _dead_letter(
+        dead_letter.raw_as_rejects(records, table=table.name, error_class="SchemaChangeError", message=str(exc)), ctx
+    )
+    return TableMetrics(
+        table=table.name, read=metrics.read, dead_letter=metrics.read, error=str(exc),
+        dead_letters_by_class={"SchemaChangeError": metrics.read}, applied_through=metrics.applied_through,
+    )  # fmt: skip
 
 
 def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataFrame:
@@ -423,15 +458,17 @@ def _dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
         )
 
 
-def _split_truncates(
-    events: DataFrame, counted: DecodedTally, table: TableConfig
-) -> tuple[DataFrame, Truncation | None, int]:
-    """Separate truncate events: the newest one becomes a table-wide delete, or all are ignored."""
+def _without_truncates(events: DataFrame) -> DataFrame:
+    """The row changes among `events`: truncates become a table-wide delete (`_truncation`), or are ignored."""
+    return events.filter(F.col(OP) != Op.TRUNCATE.value)
+
+
+def _truncation(counted: DecodedTally, table: TableConfig) -> tuple[Truncation | None, int]:
+    """The batch's newest truncate, applied as a table-wide delete; or none, and how many were ignored."""
     newest = counted.newest_truncate
     if newest is None:
-        return events, None, 0
-    changes = events.filter(F.col(OP) != Op.TRUNCATE.value)
+        return None, 0
     if table.truncate == "ignore":
         log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates)
-        return changes, None, counted.truncates
-    return changes, newest, 0
+        return None, counted.truncates
+    return newest, 0

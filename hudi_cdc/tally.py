@@ -5,7 +5,8 @@
   type the JSON tables' records. One job for every table of the batch.
 - `tally(decoded)`: per table, over the persisted parse: skipped records and their reasons,
   rejects by error class, truncates (how many, the newest), and per topic partition the newest
-  source time and the events behind the committed watermark.
+  source time and the events behind the committed watermark. Given `labels` (the fold's
+  outcomes and writes), it counts those in the same job.
 
 Each job costs a scheduling round trip and a scan of cached rows; a batch used to run one per
 count (issue 10).
@@ -94,6 +95,10 @@ def survey_table(records: DataFrame, table: str) -> TableRecords:
     return survey(records.withColumn(TABLE_COLUMN, F.lit(table)))[table]
 
 
+_LABELLED = "labelled"
+"""The `kind` of the rows `tally` counts for its `labels` (decode's kinds: event, reject, skip)."""
+
+
 @dataclass(frozen=True)
 class DecodedTally:
     """Counts of one table's decoded batch."""
@@ -108,10 +113,18 @@ class DecodedTally:
     """(topic, partition) -> the newest source time among the batch's events there."""
     behind_watermark: int = 0
     """Events older than the watermark the table had committed before the batch."""
+    events: int = 0
+    """Records that decoded to a change event (truncates included)."""
+    labelled: dict[str, int] = field(default_factory=dict)
+    """Rows of the `labels` passed to `tally`, per label."""
 
 
-def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
-    """Count a decoded batch in one aggregation over its parse (pass a `cached()` result)."""
+def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | None = None) -> DecodedTally:
+    """Count a decoded batch in one aggregation over its parse (pass a `cached()` result).
+
+    `labels` (one string column, `label`): rows counted per label in the same Spark job, which
+    saves the pipeline a job (planning, scheduling, code generation) per table and batch.
+    """
     behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
     is_truncate = F.col(OP) == Op.TRUNCATE.value
     is_event = F.col("kind") == "event"
@@ -126,6 +139,10 @@ def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
         is_truncate.cast("int").alias("truncate"),
         F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
     )
+    if labels is not None:
+        counted = counted.unionByName(
+            labels.select(F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
+        )
     rows = (
         counted.groupBy("kind", "label", "topic", "partition")
         .agg(
@@ -137,9 +154,10 @@ def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
         )
         .collect()
     )
-    skipped, truncates, behind_count = 0, 0, 0
+    skipped, truncates, behind_count, events = 0, 0, 0, 0
     reasons: set[str] = set()
     rejects: dict[str, int] = {}
+    labelled: dict[str, int] = {}
     newest_ts: dict[tuple[str, str], int | None] = {}
     newest: tuple[Any, ...] | None = None
     for row in rows:
@@ -148,7 +166,10 @@ def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
             reasons.add(str(row["label"]))
         elif row["kind"] == "reject":
             rejects[str(row["label"])] = rejects.get(str(row["label"]), 0) + int(row["n"])
+        elif row["kind"] == _LABELLED:
+            labelled[str(row["label"])] = int(row["n"])
         else:
+            events += int(row["n"])
             newest_ts[(row["topic"], row["partition"])] = row["ts_ms"]
             behind_count += int(row["behind"] or 0)
             truncates += int(row["truncates"] or 0)
@@ -162,6 +183,8 @@ def tally(decoded: DecodeResult, *, watermark: int | None) -> DecodedTally:
         newest_truncate=Truncation(*newest) if newest is not None else None,
         newest_ts_ms=newest_ts,
         behind_watermark=behind_count,
+        events=events,
+        labelled=labelled,
     )
 
 

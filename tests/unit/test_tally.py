@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -44,8 +45,10 @@ def test_tally_and_survey_count_what_the_batch_holds(spark: SparkSession) -> Non
     assert received.kafka.last == {"s.d.t": {"0": 3, "1": 7}}
 
     decoded = decode(raw, TABLE).cached()
+    labels = spark.createDataFrame([("upsert",), ("applied",), ("upsert",)], "label string")
     try:
-        counted = tally(decoded, watermark=2_000)
+        counted = tally(decoded, watermark=2_000, labels=labels)
+        alone = tally(decoded, watermark=2_000)
         events = decoded.events
         newest = events.filter(F.col(OP) == Op.TRUNCATE.value).agg(F.max(ORDER)).first()
     finally:
@@ -58,6 +61,10 @@ def test_tally_and_survey_count_what_the_batch_holds(spark: SparkSession) -> Non
     assert counted.newest_truncate.ts_ms == 7_000
     assert counted.newest_ts_ms == {("s.d.t", "0"): 6_000, ("s.d.t", "1"): 7_000}
     assert counted.behind_watermark == 1  # only the update at 1,000 is older than 2,000
+    assert counted.events == 5  # 3 row changes and 2 truncates
+    # labels are counted in the same job, apart from the decoded records
+    assert counted.labelled == {"upsert": 2, "applied": 1}
+    assert alone.labelled == {} and alone == replace(counted, labelled={})
 
 
 WIDER = DebeziumTable(
