@@ -27,6 +27,14 @@ and the JIT compiled them to machine code again (BENCHMARKS.md, fifth round). 20
 for a job of 15 tables. A static setting: it takes effect only when the session is created,
 and a value from spark-submit (`--conf`) or `extra_conf` wins."""
 
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
+"""The JVM a local session starts collects garbage with the throughput collector, not G1.
+
+A micro-batch job wants CPU for its batches, not short pauses: on warm batches into 5 tables,
+G1's concurrent marking and its heavier compiled barriers cost 0.85x... (BENCHMARKS.md, eleventh
+round). Only where the session starts the JVM itself (local runs: `hudi-cdc run`, the demo, the
+tests); under spark-submit the submit command decides, and `extra_conf` wins here too."""
 
 BUILD_ENV = "HUDI_CDC_BUILD"
 """Names the folder `make` fills (jars/, run/); the Makefile and devkit/ set it, a cluster does not."""
@@ -71,6 +79,7 @@ def get_or_create_session(
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", "2g")
+            .config(DRIVER_JAVA_OPTIONS, LOCAL_DRIVER_JAVA_OPTIONS)
         )
         build = build_dir()
         if build is not None:

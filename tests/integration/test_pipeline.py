@@ -99,6 +99,13 @@ def test_rerun_from_scratch_and_replayed_batch_give_identical_tables(
     assert first.rows_spark("t") == rows
 
 
+def test_the_local_session_runs_the_throughput_garbage_collector(spark: SparkSession) -> None:
+    """The JVM the session started collects with ParallelGC (spark_session.LOCAL_DRIVER_JAVA_OPTIONS)."""
+    beans = jvm(spark).java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = sorted(str(beans.get(i).getName()) for i in range(beans.size()))
+    assert names == ["PS MarkSweep", "PS Scavenge"], names
+
+
 def test_a_warm_batch_reuses_sparks_generated_code(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> None:
     """A batch shaped like the one before compiles almost no generated class again: Spark's codegen
     cache holds a whole batch's classes (spark_session.CODEGEN_CACHE_DEFAULT). With Spark's default
