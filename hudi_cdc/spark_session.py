@@ -33,7 +33,7 @@ LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 A micro-batch job wants CPU for its batches, not short pauses: warm batches into 5 tables cost
 0.85x the JVM CPU of G1 (less collection, and less C2 compiling), and the freshness bench's p95
-fell from 35 s to 31 s (BENCHMARKS.md, eleventh round). Only where the session starts the JVM
+fell from 35 s to 31-34 s (BENCHMARKS.md, eleventh round). Only where the session starts the JVM
 itself (local runs: `hudi-cdc run`, the demo, the tests); under spark-submit the submit command
 decides, and `extra_conf` wins here too."""
 
