@@ -92,6 +92,26 @@ def environment_fault(exc: BaseException) -> str | None:
     return None
 
 
+LOCK_EXCEPTION = "org.apache.hudi.exception.HoodieLockException"
+
+
+def held_by_a_fresh_heartbeat(exc: BaseException) -> bool:
+    """Did Hudi refuse to run a pending instant because its writer's heartbeat is still fresh?
+
+    A writer killed moments ago (kill -9, a lost driver) leaves its pending compaction or commit
+    with a heartbeat that Hudi trusts until it expires (by default 2 missed beats of 60 s). A job
+    restarted within that time is refused ("Cannot execute instant ... due to heartbeat by
+    concurrent writer/job") although nothing else writes: it should wait, not stop.
+    """
+    try:
+        return any(
+            LOCK_EXCEPTION in _class_lineage(throwable) and "heartbeat" in str(throwable.getMessage() or "").lower()
+            for throwable in java_chain(exc)
+        )
+    except Exception:  # the JVM is gone
+        return False
+
+
 def _class_lineage(throwable: Any) -> list[str]:
     """The throwable's class name, then its superclasses' names."""
     names: list[str] = []

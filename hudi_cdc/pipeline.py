@@ -30,7 +30,7 @@ from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
-from hudi_cdc.failures import environment_fault
+from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
 from hudi_cdc.hudi import timeline, writer
 from hudi_cdc.hudi.options import trailing_columns, write_options
 from hudi_cdc.hudi.table import read_keys, read_table
@@ -59,6 +59,10 @@ R = TypeVar("R")
 
 MAX_ISOLATED_RECORDS = 20
 """Records a table may lose to failure isolation in one batch before the job stops instead."""
+HEARTBEAT_WAIT_SECONDS = 150.0
+"""How long a table's batch waits for the heartbeat of a killed predecessor's pending instant to
+expire (Hudi's default: 2 missed beats of 60 s, `hoodie.client.heartbeat.*`) before it stops."""
+HEARTBEAT_POLL_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ def _run_table_isolating(
     every part would fail alike.
     """
     try:
-        return _run_table(records, received, table, ctx)
+        return _run_table_waiting(records, received, table, ctx)
     except CdcError:
         raise  # configuration or an unavailable service: not the fault of a record
     except Exception as first:
@@ -148,6 +152,27 @@ def _run_table_isolating(
             error_summary(first),
         )
         return _isolate(records.persist(), table, ctx, first)
+
+
+def _run_table_waiting(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+    """`_run_table`, tried again while Hudi waits for a killed run's heartbeat to expire
+    (`failures.held_by_a_fresh_heartbeat`), at most HEARTBEAT_WAIT_SECONDS."""
+    waited = 0.0
+    while True:
+        try:
+            return _run_table(records, received, table, ctx)
+        except CdcError:
+            raise
+        except Exception as exc:
+            if waited >= HEARTBEAT_WAIT_SECONDS or not held_by_a_fresh_heartbeat(exc):
+                raise
+            log.warning(
+                "table %s: batch %d: Hudi waits for the heartbeat of a pending instant of an earlier run "
+                "(killed moments ago?) to expire; trying again in %.0f s",
+                table.name, ctx.batch_id, HEARTBEAT_POLL_SECONDS,
+            )  # fmt: skip
+            time.sleep(HEARTBEAT_POLL_SECONDS)
+            waited += HEARTBEAT_POLL_SECONDS
 
 
 def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: Exception) -> TableMetrics:

@@ -8,11 +8,15 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.failures import environment_fault
+from hudi_cdc import pipeline
+from hudi_cdc.config import TableConfig
+from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
+from hudi_cdc.metrics import TableMetrics
 
 HIERARCHY = {
     "org.apache.hudi.exception.HoodieMetadataException": "org.apache.hudi.exception.HoodieException",
     "org.apache.hudi.exception.HoodieUpsertException": "org.apache.hudi.exception.HoodieException",
+    "org.apache.hudi.exception.HoodieLockException": "org.apache.hudi.exception.HoodieException",
     "org.apache.hudi.exception.HoodieException": "java.lang.RuntimeException",
     "org.apache.spark.SparkException": "java.lang.Exception",
     "java.lang.RuntimeException": "java.lang.Exception",
@@ -169,3 +173,46 @@ def test_python_errors_and_a_gone_jvm_tell_nothing() -> None:
             return None
 
     assert environment_fault(FakePy4JError(Gone())) is None
+
+
+def _heartbeat_refusal() -> FakePy4JError:
+    """What a job restarted right after a kill -9 mid-compaction got (kill -9 test, CI)."""
+    return _failed(
+        FakeThrowable("org.apache.hudi.exception.HoodieException", "Failed to instantiate Metadata table"),
+        FakeThrowable(
+            "org.apache.hudi.exception.HoodieLockException",
+            "Cannot execute instant 20261126092311740 due to heartbeat by concurrent writer/job",
+        ),
+    )
+
+
+def test_a_fresh_heartbeat_of_a_killed_writer_is_recognised() -> None:
+    assert held_by_a_fresh_heartbeat(_heartbeat_refusal())
+    other_lock = _failed(FakeThrowable("org.apache.hudi.exception.HoodieLockException", "Unable to acquire lock"))
+    assert not held_by_a_fresh_heartbeat(other_lock)
+    assert not held_by_a_fresh_heartbeat(ValueError("heartbeat"))
+
+
+def test_a_batch_waits_for_the_heartbeat_then_applies_or_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch is tried again while the heartbeat is fresh, at most HEARTBEAT_WAIT_SECONDS."""
+    calls: list[int] = []
+    refusals = 2
+
+    def run_table(*_: Any) -> TableMetrics:
+        calls.append(1)
+        if len(calls) <= refusals:
+            raise _heartbeat_refusal()
+        return TableMetrics(table="t", read=1)
+
+    slept: list[float] = []
+    monkeypatch.setattr(pipeline, "_run_table", run_table)
+    monkeypatch.setattr(pipeline.time, "sleep", slept.append)
+    table = TableConfig(name="t", key=["id"], base_path="/unused")
+    metrics = pipeline._run_table_waiting(None, None, table, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
+    assert metrics.read == 1 and len(calls) == 3 and sum(slept) == 2 * pipeline.HEARTBEAT_POLL_SECONDS
+
+    calls.clear()
+    refusals = 10**6  # a heartbeat that never expires: another writer really runs
+    with pytest.raises(FakePy4JError):
+        pipeline._run_table_waiting(None, None, table, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
+    assert len(calls) == int(pipeline.HEARTBEAT_WAIT_SECONDS / pipeline.HEARTBEAT_POLL_SECONDS) + 1
