@@ -32,7 +32,7 @@ from hudi_cdc.errors import CdcError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
 from hudi_cdc.hudi import timeline, writer
-from hudi_cdc.hudi.options import trailing_columns, write_options
+from hudi_cdc.hudi.options import heartbeat_expiry_seconds, trailing_columns, write_options
 from hudi_cdc.hudi.table import read_keys, read_table
 from hudi_cdc.hudi.writer import RowCounts
 from hudi_cdc.lineage import checkpointed, release
@@ -59,9 +59,9 @@ R = TypeVar("R")
 
 MAX_ISOLATED_RECORDS = 20
 """Records a table may lose to failure isolation in one batch before the job stops instead."""
-HEARTBEAT_WAIT_SECONDS = 150.0
-"""How long a table's batch waits for the heartbeat of a killed predecessor's pending instant to
-expire (Hudi's default: 2 missed beats of 60 s, `hoodie.client.heartbeat.*`) before it stops."""
+HEARTBEAT_WAIT_MARGIN_SECONDS = 30.0
+"""How long past the heartbeat's expiry (`options.heartbeat_expiry_seconds`: 120 s by Hudi's
+defaults) a table's batch keeps waiting for a killed predecessor's pending instant before it stops."""
 HEARTBEAT_POLL_SECONDS = 15.0
 
 
@@ -156,7 +156,9 @@ def _run_table_isolating(
 
 def _run_table_waiting(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """`_run_table`, tried again while Hudi waits for a killed run's heartbeat to expire
-    (`failures.held_by_a_fresh_heartbeat`), at most HEARTBEAT_WAIT_SECONDS."""
+    (`failures.held_by_a_fresh_heartbeat`): at most the table's heartbeat expiry plus
+    HEARTBEAT_WAIT_MARGIN_SECONDS; past that, another writer really runs."""
+    budget = heartbeat_expiry_seconds(table) + HEARTBEAT_WAIT_MARGIN_SECONDS
     waited = 0.0
     while True:
         try:
@@ -164,7 +166,7 @@ def _run_table_waiting(records: DataFrame, received: TableRecords, table: TableC
         except CdcError:
             raise
         except Exception as exc:
-            if waited >= HEARTBEAT_WAIT_SECONDS or not held_by_a_fresh_heartbeat(exc):
+            if waited >= budget or not held_by_a_fresh_heartbeat(exc):
                 raise
             log.warning(
                 "table %s: batch %d: Hudi waits for the heartbeat of a pending instant of an earlier run "

@@ -50,6 +50,10 @@ COMMIT_METADATA_PREFIX_DEFAULT = "_cdc_"
 PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
 ORDERING_FIELDS = "hoodie.datasource.write.precombine.field"
 MERGE_STRATEGY = "hoodie.write.record.merge.strategy.id"
+HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
+HEARTBEAT_INTERVAL_MS_DEFAULT = 60_000
+HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
+HEARTBEAT_TOLERABLE_MISSES_DEFAULT = 2
 PARALLELISM_KEYS = (
     "hoodie.upsert.shuffle.parallelism",
     "hoodie.insert.shuffle.parallelism",
@@ -146,3 +150,15 @@ def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, para
 def _option_value(value: str | int | float | bool) -> str:
     """A YAML scalar as Hudi reads it (`true`, not Python's `True`)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def heartbeat_expiry_seconds(table: TableConfig) -> float:
+    """How long Hudi trusts a writer's heartbeat after its last beat: interval x tolerable misses.
+
+    A pending instant of a writer killed more recently than that is still taken as a live
+    concurrent writer's (`failures.held_by_a_fresh_heartbeat`).
+    """
+    options = table.hoodie_options
+    interval_ms = float(options.get(HEARTBEAT_INTERVAL_MS, HEARTBEAT_INTERVAL_MS_DEFAULT))
+    misses = float(options.get(HEARTBEAT_TOLERABLE_MISSES, HEARTBEAT_TOLERABLE_MISSES_DEFAULT))
+    return interval_ms * misses / 1000

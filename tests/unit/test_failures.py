@@ -194,7 +194,7 @@ def test_a_fresh_heartbeat_of_a_killed_writer_is_recognised() -> None:
 
 
 def test_a_batch_waits_for_the_heartbeat_then_applies_or_stops(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batch is tried again while the heartbeat is fresh, at most HEARTBEAT_WAIT_SECONDS."""
+    """The batch is tried again while the heartbeat is fresh, at most the table's heartbeat expiry plus a margin."""
     calls: list[int] = []
     refusals = 2
 
@@ -215,4 +215,13 @@ def test_a_batch_waits_for_the_heartbeat_then_applies_or_stops(monkeypatch: pyte
     refusals = 10**6  # a heartbeat that never expires: another writer really runs
     with pytest.raises(FakePy4JError):
         pipeline._run_table_waiting(None, None, table, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
-    assert len(calls) == int(pipeline.HEARTBEAT_WAIT_SECONDS / pipeline.HEARTBEAT_POLL_SECONDS) + 1
+    budget = 120 + pipeline.HEARTBEAT_WAIT_MARGIN_SECONDS  # Hudi's defaults: 2 missed beats of 60 s
+    assert len(calls) == int(budget / pipeline.HEARTBEAT_POLL_SECONDS) + 1
+
+    calls.clear()
+    quick = table.model_copy(
+        update={"hoodie_options": {"hoodie.client.heartbeat.interval_in_ms": 10_000, "hoodie.client.heartbeat.tolerable.misses": 3}}
+    )
+    with pytest.raises(FakePy4JError):
+        pipeline._run_table_waiting(None, None, quick, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
+    assert len(calls) == int((30 + pipeline.HEARTBEAT_WAIT_MARGIN_SECONDS) / pipeline.HEARTBEAT_POLL_SECONDS) + 1
