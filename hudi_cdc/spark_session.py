@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,24 @@ A micro-batch job wants CPU for its batches, not short pauses: warm batches into
 0.85x the JVM CPU of G1 (less collection, and less C2 compiling), and the freshness bench's p95
 fell from 35 s to 31-34 s (BENCHMARKS.md, eleventh round). Only where the session starts the JVM
 itself (local runs: `hudi-cdc run`, the demo, the tests); under spark-submit the submit command
-decides, and `extra_conf` wins here too."""
+decides. A local `extra_conf` value that picks no collector of its own keeps this one
+(`local_java_options`)."""
+
+_PICKS_A_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
+
+
+def local_java_options(requested: str | None) -> str:
+    """The driver JVM options of a local session: `requested` plus ParallelGC unless it picks a collector.
+
+    Why: a bench or a user adding one JVM flag (`-XX:TieredStopAtLevel=1`) should not silently
+    fall back to G1 and measure the collector instead of the flag.
+    """
+    if not requested:
+        return LOCAL_DRIVER_JAVA_OPTIONS
+    if _PICKS_A_COLLECTOR.search(requested):
+        return requested
+    return f"{LOCAL_DRIVER_JAVA_OPTIONS} {requested}"
+
 
 BUILD_ENV = "HUDI_CDC_BUILD"
 """Names the folder `make` fills (jars/, run/); the Makefile and devkit/ set it, a cluster does not."""
@@ -80,12 +98,13 @@ def get_or_create_session(
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", "2g")
-            .config(DRIVER_JAVA_OPTIONS, LOCAL_DRIVER_JAVA_OPTIONS)
         )
         build = build_dir()
         if build is not None:
             builder = builder.config("spark.sql.warehouse.dir", str(build / "run" / "spark-warehouse"))
-    extra = extra_conf or {}
+    extra = dict(extra_conf or {})
+    if not under_submit:
+        extra[DRIVER_JAVA_OPTIONS] = local_java_options(extra.get(DRIVER_JAVA_OPTIONS))
     if CODEGEN_CACHE_ENTRIES not in extra and not SparkConf().contains(CODEGEN_CACHE_ENTRIES):
         builder = builder.config(CODEGEN_CACHE_ENTRIES, CODEGEN_CACHE_DEFAULT)
     for key, value in extra.items():

@@ -1,0 +1,15 @@
+"""The JVM options a local session starts its driver with."""
+
+from __future__ import annotations
+
+from hudi_cdc.spark_session import LOCAL_DRIVER_JAVA_OPTIONS, local_java_options
+
+
+def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_collector() -> None:
+    assert local_java_options(None) == LOCAL_DRIVER_JAVA_OPTIONS
+    assert local_java_options("") == LOCAL_DRIVER_JAVA_OPTIONS
+    # one flag more keeps the collector, so a bench measures the flag, not G1
+    assert local_java_options("-XX:TieredStopAtLevel=1").split() == [LOCAL_DRIVER_JAVA_OPTIONS, "-XX:TieredStopAtLevel=1"]
+    # a collector of the caller's own wins: two would make the JVM refuse to start
+    assert local_java_options("-XX:+UseG1GC -Xss4m") == "-XX:+UseG1GC -Xss4m"
+    assert local_java_options("-XX:+UseZGC") == "-XX:+UseZGC"
