@@ -46,6 +46,10 @@ class TableMetrics:
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
+    committed_at: float | None = None
+    """Epoch seconds when the Hudi commit completed: from then on an engine that reads the
+    table's timeline at query time (Trino, Presto) sees these rows. Rows in a partition new to
+    the metastore also wait for the batch's metastore sync (`BatchMetrics.hive_sync_lagging`)."""
     applied_through: dict[str, dict[str, int]] = field(default_factory=dict)
     """topic -> partition -> the last Kafka offset of the table's records in this batch."""
     watermark_ts_ms: int | None = None
@@ -68,6 +72,7 @@ class TableMetrics:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
         self.watermark_ts_ms = other.watermark_ts_ms or self.watermark_ts_ms
+        self.committed_at = max((t for t in (self.committed_at, other.committed_at) if t is not None), default=None)
         for error_class, count in other.dead_letters_by_class.items():
             self.dead_letters_by_class[error_class] = self.dead_letters_by_class.get(error_class, 0) + count
         if other.commit_seconds is not None:

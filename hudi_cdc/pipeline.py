@@ -325,6 +325,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         if commit.commit_time:
             metrics.watermark_ts_ms = progress.watermark_ts_ms
             metrics.commit_seconds = time.monotonic() - began
+            metrics.committed_at = time.time()
         return metrics
     finally:
         release(decoded.parsed)

@@ -148,7 +148,7 @@ class JobMetrics:
             if t.error:
                 self.stopped.labels(self.job, t.table).inc()
             if t.commit_time:
-                self.last_commit.labels(self.job, t.table).set(now)
+                self.last_commit.labels(self.job, t.table).set(t.committed_at or now)
             if t.watermark_ts_ms is not None:
                 self.watermark.labels(self.job, t.table).set(t.watermark_ts_ms / 1000)
             self.behind_watermark.labels(self.job, t.table).inc(t.behind_watermark)

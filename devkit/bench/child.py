@@ -173,7 +173,7 @@ class BatchLines(StreamingQueryListener):
 
 def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
     """The job running continuously (`jobs.run_continuous`), one line per batch in `spec["batches"]`
-    (see `BatchLines`), until the file `spec["stop"]` exists."""
+    (see `BatchLines`) and one per table commit in `spec["commits"]`, until the file `spec["stop"]` exists."""
     job = JobSpec(**spec["job"])
     spark = start_spark(f"bench-freshness-{job.job}", None, spec.get("spark_conf"))
     spark.streams.addListener(BatchLines(Path(spec["batches"])))
@@ -186,7 +186,13 @@ def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
             query.stop()
 
     threading.Thread(target=stop_when_asked, name="bench-stop", daemon=True).start()
-    run_continuous_job(spark, job)
+    commits = Path(spec["commits"])
+
+    def committed(batch_id: int, topic: str, at: float) -> None:
+        with commits.open("a") as out:
+            out.write(json.dumps({"batch_id": batch_id, "topic": topic, "at": at}) + "\n")
+
+    run_continuous_job(spark, job, committed)
     stop_spark(spark)
     return {"job": job.job}
 

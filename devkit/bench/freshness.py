@@ -15,11 +15,14 @@ baseline of `make bench`, `devkit.bench.jobs`), each on topics of its own with t
 3. Waits until every record is applied (or `--drain-timeout`), then sends `--probes` single
    records into the idle job, one at a time: the smallest batch latency.
 
-A record is *visible* when Spark reports the batch that read it as done: after its foreachBatch
-returned, so after every table's Hudi commit (and, for hudi_cdc, the metastore sync). From that
-moment a query engine that reads the Hudi timeline at query time, as Trino's and Presto's Hudi
-connectors do, sees it.
-Latency = visible - produced. The job keeps up when every record was applied and the latency
+A record is *visible* when the Hudi commit of its table, in the batch that read it, completed:
+from that moment a query engine that reads the Hudi timeline at query time, as Trino's and
+Presto's Hudi connectors do, sees it (the tables are unpartitioned, so no metastore sync is
+waited for). Each job reports its commits as they complete (hudi_cdc: `TableMetrics.committed_at`;
+the plain job: when its table's `save` returned). Latency = visible - produced. The report also
+gives the latency at the end of the batch (Spark's progress report, after every table's commit):
+with the tables of a batch written one after another, the first table's rows are visible a few
+seconds before the batch ends. The job keeps up when every record was applied and the latency
 of the last third of the records is no more than 1.5x that of the first third (a backlog that
 grows shows as growing latency). A phase of fewer than 8 batches must also pass the capacity
 estimate (`keeps_up`); `--seconds 180` gives the trend enough batches. Prints the numbers and writes build/bench/freshness-<time>.json.
@@ -120,12 +123,20 @@ def keeps_up(found: Freshness, *, rate: float, capacity_events_per_s: float, bat
     return batches >= TREND_BATCHES or rate <= capacity_events_per_s
 
 
-def visible_at(batches: Sequence[dict[str, Any]]) -> dict[tuple[str, int], tuple[list[int], list[float]]]:
-    """Per topic partition: the newest applied offset after each batch, and when that batch ended.
+Commits = dict[tuple[int, str], float]
+"""(batch id, topic) -> when the batch's Hudi commit of the topic's table completed (epoch s)."""
+
+
+def visible_at(
+    batches: Sequence[dict[str, Any]], commits: Commits | None = None
+) -> dict[tuple[str, int], tuple[list[int], list[float]]]:
+    """Per topic partition: the newest applied offset after each batch, and when it became visible:
+    when the batch's commit of the topic's table completed (`commits`), else when the batch ended.
 
     Offsets only grow from batch to batch (a table stopped by an error applies nothing and is
     left out), so a record's batch is the first whose offset reaches the record's.
     """
+    commits = commits or {}
     found: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
     for batch in batches:
         for table in batch["tables"].values():
@@ -136,13 +147,15 @@ def visible_at(batches: Sequence[dict[str, Any]]) -> dict[tuple[str, int], tuple
                     offsets, times = found.setdefault((topic, int(partition)), ([], []))
                     if not offsets or offset > offsets[-1]:
                         offsets.append(int(offset))
-                        times.append(float(batch["at"]))
+                        times.append(commits.get((int(batch["batch_id"]), topic), float(batch["at"])))
     return found
 
 
-def latencies(sent: Sequence[Sent], batches: Sequence[dict[str, Any]]) -> list[float | None]:
+def latencies(
+    sent: Sequence[Sent], batches: Sequence[dict[str, Any]], commits: Commits | None = None
+) -> list[float | None]:
     """Each sent record's produced-to-visible seconds, in `sent` order; None when never applied."""
-    applied = visible_at(batches)
+    applied = visible_at(batches, commits)
     out: list[float | None] = []
     for record in sent:
         offsets, times = applied.get((record.topic, record.partition), ([], []))
@@ -151,11 +164,11 @@ def latencies(sent: Sequence[Sent], batches: Sequence[dict[str, Any]]) -> list[f
     return out
 
 
-def summarize(sent: Sequence[Sent], batches: Sequence[dict[str, Any]]) -> Freshness:
+def summarize(sent: Sequence[Sent], batches: Sequence[dict[str, Any]], commits: Commits | None = None) -> Freshness:
     """The sustained phase's latency percentiles, rate and drain time (records in produce order)."""
     if not sent:
         raise ValueError("nothing was produced")
-    found = latencies(sent, batches)
+    found = latencies(sent, batches, commits)
     seen = [s for s in found if s is not None]
     third = max(1, len(found) // 3)
     first = [s for s in found[:third] if s is not None]
@@ -205,8 +218,9 @@ class _Job:
     def __init__(self, spec: JobSpec, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.batches_path, self.stop_path = directory / "batches.jsonl", directory / "stop"
-        self.log_path = directory / "child.log"
-        request = {"kind": "continuous", "job": asdict(spec), "batches": str(self.batches_path), "stop": str(self.stop_path)}
+        self.commits_path, self.log_path = directory / "commits.jsonl", directory / "child.log"
+        request = {"kind": "continuous", "job": asdict(spec), "batches": str(self.batches_path),
+                   "commits": str(self.commits_path), "stop": str(self.stop_path)}  # fmt: skip
         (directory / "spec.json").write_text(json.dumps(request, indent=2))
         self.usage: TreeUsage | None = None
         command = [sys.executable, "-m", "devkit.bench.child", str(directory / "spec.json"), str(directory / "result.json")]
@@ -220,6 +234,13 @@ class _Job:
         if not self.batches_path.exists():
             return []
         return [json.loads(line) for line in self.batches_path.read_text().splitlines() if line.strip()]
+
+    def commits(self) -> Commits:
+        """When each batch's commit of each topic's table completed, as the job reported them."""
+        if not self.commits_path.exists():
+            return {}
+        lines = [json.loads(line) for line in self.commits_path.read_text().splitlines() if line.strip()]
+        return {(int(line["batch_id"]), line["topic"]): float(line["at"]) for line in lines}
 
     def wait_applied(self, ends: dict[tuple[str, int], int], timeout: float) -> bool:
         """Wait until every partition's offset in `ends` is applied; False after `timeout` s."""
@@ -318,7 +339,7 @@ def _probe(kafka: LocalKafka, job: _Job, topic: str, version: int, idle_s: float
     del producer
     if not job.wait_applied({(sent.topic, sent.partition): sent.offset}, timeout=600):
         raise BenchError(f"a single record on {topic} was not applied within 600 s")
-    (latency,) = latencies([sent], job.batches())
+    (latency,) = latencies([sent], job.batches(), job.commits())
     assert latency is not None
     return latency
 
@@ -351,7 +372,8 @@ def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Pat
     del producer  # a librdkafka client outliving the broker logs connection errors until collected
     drained = running.wait_applied(_ends(sent), timeout=args.drain_timeout)
     sustained = [b for b in running.batches() if b["batch_id"] > warm[-1]["batch_id"]]
-    found = summarize(sent, sustained)
+    found = summarize(sent, sustained, running.commits())
+    at_batch_end = summarize(sent, sustained)
     probes = [_probe(kafka, running, topics[0], count + i + 1, idle_s=10) for i in range(args.probes)] if drained else []
     usage = running.stop()
     cpu_s = sustained[-1]["cpu_s"] - warm[-1]["cpu_s"] if sustained else 0.0
@@ -360,6 +382,7 @@ def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Pat
     result = {
         "job": job,
         "freshness": asdict(found) | {"latency_steady": found.latency_steady},
+        "freshness_at_batch_end": asdict(at_batch_end),
         "capacity_events_per_s": can, "keeps_up": kept_up, "meets_goal": kept_up and found.p95_s <= GOAL_P95_S,
         "drained": drained, "probes_s": probes,
         "sustained_batches": len(sustained),
@@ -404,13 +427,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def text(result: dict[str, Any], args: argparse.Namespace) -> str:
     """One job's result as a reader wants it: latencies, rate, keeping up, CPU, probes."""
-    f = result["freshness"]
+    f, end = result["freshness"], result["freshness_at_batch_end"]
     batch_s = result["batch_s"]
     lines = [
         f"{result['job']}: {args.tables} tables, target {args.rate:g} events/s for {args.seconds:g} s, trigger {args.trigger}",
         f"  produced {f['produced']:,} at {f['rate']:.0f} events/s; visible {f['visible']:,}"
         + ("" if result["drained"] else " (NOT drained within the timeout)"),
-        f"  produced -> visible: p50 {f['p50_s']:.1f} s, p95 {f['p95_s']:.1f} s, p99 {f['p99_s']:.1f} s, max {f['max_s']:.1f} s",
+        f"  produced -> visible (the table's commit): p50 {f['p50_s']:.1f} s, p95 {f['p95_s']:.1f} s, p99 {f['p99_s']:.1f} s, "
+        f"max {f['max_s']:.1f} s",
+        f"  produced -> the batch's end: p50 {end['p50_s']:.1f} s, p95 {end['p95_s']:.1f} s",
         f"  p95 first third {f['p95_first_third_s']:.1f} s, last third {f['p95_last_third_s']:.1f} s "
         f"({'steady' if f['latency_steady'] else 'GROWING'}); capacity at {os.cpu_count()} cores and this batch size "
         f"{result['capacity_events_per_s']:.0f} events/s"

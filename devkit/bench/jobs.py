@@ -15,6 +15,7 @@ Each job reads the same topic with Structured Streaming (`availableNow`, the sam
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from hudi_cdc import stream
 from hudi_cdc.config import Config, IndexKind, TableConfig, parse_config
 from hudi_cdc.durations import parse_duration, spark_interval
 from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS, write_options
+from hudi_cdc.metrics import BatchMetrics
 
 TABLE_ORDERING_FIELDS = "hoodie.table.ordering.fields"
 """Hudi 1.x's name for the ordering field (the older precombine key is set too); the plain job only."""
@@ -101,6 +103,9 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
 
 BatchEnd = Callable[[], None]
 """Called at the end of every batch (the child notes the time and CPU)."""
+Committed = Callable[[int, str, float], None]
+"""Called with (batch id, topic, epoch s) when a batch's Hudi commit of the topic's table completed
+(the freshness bench: from then on a reader of the table sees the topic's records)."""
 
 
 def run_hudi_cdc(spark: SparkSession, spec: JobSpec, on_batch_end: BatchEnd) -> StreamingQuery:
@@ -162,15 +167,17 @@ def plain_rows(batch: DataFrame) -> DataFrame:
     return events.select(*_typed(image), F.col("pos").alias(ORDERING_COLUMN), deleted.alias("_hoodie_is_deleted"))
 
 
-def plain_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
+def plain_batch(spec: JobSpec, on_commit: Committed | None = None) -> Callable[[DataFrame, int], None]:
     """The plain job's foreachBatch: upsert images, deletes flagged by `_hoodie_is_deleted`."""
     tables = [(topic, table.base_path, plain_options(table)) for topic, table in spec.tables()]
 
-    def write(batch: DataFrame, _batch_id: int) -> None:
+    def write(batch: DataFrame, batch_id: int) -> None:
         with _per_topic(batch, len(tables)) as of_topic:
             for topic, path, options in tables:
                 rows = plain_rows(of_topic(topic))
                 rows.write.format("hudi").options(**options).mode("append").save(path)
+                if on_commit is not None:
+                    on_commit(batch_id, topic, time.time())
 
     return write
 
@@ -231,14 +238,21 @@ def run_foreach(
     return query
 
 
-def run_continuous(spark: SparkSession, spec: JobSpec) -> None:
+def run_continuous(spark: SparkSession, spec: JobSpec, on_commit: Committed) -> None:
     """`spec.job` running every `spec.trigger_interval` until its query is stopped (the freshness bench)."""
     if not spec.trigger_interval:
         raise ValueError("a continuous run needs a trigger interval")
     if spec.job == "hudi_cdc":
-        stream.run(spark, hudi_cdc_config(spec), once=False)
+
+        def committed(metrics: BatchMetrics) -> None:
+            for table in metrics.tables:
+                if table.committed_at is not None and not table.error:
+                    for topic in table.applied_through:
+                        on_commit(metrics.batch_id, topic, table.committed_at)
+
+        stream.run(spark, hudi_cdc_config(spec), once=False, on_batch=committed)
     elif spec.job == "plain":
-        run_foreach(spark, spec, plain_batch(spec), lambda: None)
+        run_foreach(spark, spec, plain_batch(spec, on_commit), lambda: None)
     else:
         raise ValueError(f"{spec.job!r} does not run continuously; valid: hudi_cdc, plain")
 

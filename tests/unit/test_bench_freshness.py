@@ -30,6 +30,15 @@ def test_a_record_is_visible_at_the_end_of_the_first_batch_that_reaches_its_offs
     assert latencies(sent, batches) == [9.0, 8.0, 17.0, 26.0, None]
 
 
+def test_a_record_is_visible_when_its_tables_commit_completed_not_when_the_batch_ended() -> None:
+    batches = [_batch(10.0, {"a": {"0": 4}, "b": {"0": 1}}), _batch(20.0, {"a": {"0": 9}, "b": {"0": 3}})]
+    # batch 10 committed a's table at 6.0; b's commit was not reported: the batch's end counts
+    commits = {(10, "a"): 6.0, (20, "a"): 14.0, (20, "b"): 18.5}
+    sent = [Sent("a", 0, 2, 1.0), Sent("b", 0, 1, 1.0), Sent("a", 0, 7, 11.0), Sent("b", 0, 3, 12.0)]
+    assert latencies(sent, batches, commits) == [5.0, 9.0, 3.0, 6.5]
+    assert latencies(sent, batches) == [9.0, 9.0, 9.0, 8.0]
+
+
 def test_a_table_stopped_by_an_error_makes_nothing_visible() -> None:
     batches = [_batch(10.0, {"a": {"0": 4}}, error="schema change"), _batch(20.0, {"a": {"0": 4}})]
     assert latencies([Sent("a", 0, 3, 0.0)], batches) == [20.0]

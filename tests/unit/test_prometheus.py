@@ -57,6 +57,10 @@ def test_batches_add_up_per_table_and_outcome() -> None:
     assert samples[_key("hudi_cdc_batch_seconds_sum")] == 5.0
     assert samples[_key("hudi_cdc_hive_sync_lagging", table="customers")] == 0
     assert samples[_key("hudi_cdc_last_commit_timestamp_seconds", table="customers")] == 2000.0
+    committed = _batch(2, applied=1, dead_letter=0, lagging=[])
+    committed.tables[0].committed_at = 2500.5  # the commit's own time, not the batch's end
+    metrics.observe(committed, now=2600.0)
+    assert _samples(metrics.render())[_key("hudi_cdc_last_commit_timestamp_seconds", table="customers")] == 2500.5
     # a table with no batch yet is visible with zero counts
     assert samples[_key("hudi_cdc_records_total", table="orders", outcome="applied")] == 0
 
