@@ -4,6 +4,7 @@
     python -m devkit.bench.warm --batches 20 --profile
     python -m devkit.bench.warm --tables 5 --batches 6   # every batch updates 5 tables
     python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
+    python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
 
 Loads the bench's `accounts` table (devkit.bench.workloads; `--tables N`: N of them, one topic
 each) in one batch of snapshot reads, then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
@@ -18,11 +19,14 @@ import argparse
 import cProfile
 import datetime as dt
 import itertools
+import json
 import pstats
 import shutil
 import statistics
 import sys
 import time
+import urllib.request
+from typing import Any
 
 import psutil
 from pyspark.sql import DataFrame, SparkSession
@@ -38,6 +42,8 @@ from hudi_cdc.config import parse_config
 from hudi_cdc.pipeline import BatchContext, run_batch
 from hudi_cdc.spark_session import get_or_create_session
 
+LAST_BATCH = "bench-warm-last-batch"
+"""The Spark job group of the last batch (`--list-jobs`)."""
 WARM_UP = 3
 """Batches left out of the figures: they pay class loading, JIT and code generation."""
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -68,17 +74,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="print hudi_cdc's functions by cumulative time")
     parser.add_argument("--tables", type=int, default=1, help="tables (one topic each); every batch updates each")
     parser.add_argument("--threads", action="store_true", help="print the JVM's CPU by thread kind over the warm batches")
+    parser.add_argument("--hoodie-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Hudi write option for every table (repeatable)")  # fmt: skip
+    parser.add_argument("--list-jobs", action="store_true", help="print the Spark jobs of the last batch (runs Spark's UI)")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
     shutil.rmtree(root, ignore_errors=True)
-    spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]"})
+    ui = {"spark.ui.enabled": "true", "spark.ui.port": "0"} if args.list_jobs else {}
+    spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]", **ui})
     spark.sparkContext.setLogLevel("ERROR")
     sources = [SOURCE] if args.tables == 1 else [source(f"t{i}") for i in range(args.tables)]
     config = parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
         "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
         "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)],
-        "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}")}
+        "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}"),
+                    "hoodie_options": dict(option.split("=", 1) for option in args.hoodie_option)}
                    for i in range(len(sources))],
     })  # fmt: skip
     offsets, me = _Offsets(spark), psutil.Process()
@@ -89,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu: list[float] = []
     wall: list[float] = []
     threads_before: dict[str, float] = {}
+    listed_from = 0.0
     for batch_id in range(1, args.batches + 1):
         raw = offsets.rows([(t.topic, r) for t, each in zip(sources, updates, strict=True)
                             for r in itertools.islice(each, args.batch)])  # fmt: skip
@@ -98,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
             profiler.enable()
+        if batch_id == args.batches and args.list_jobs:
+            spark.sparkContext.setJobGroup(LAST_BATCH, "the last measured batch")
+            listed_from = time.time()
         run_batch(raw, BatchContext(config=config, batch_id=batch_id))
         if warm and args.profile:
             profiler.disable()
@@ -105,15 +120,47 @@ def main(argv: list[str] | None = None) -> int:
             cpu.append(tree_cpu_seconds(me) - cpu0)
             wall.append(time.monotonic() - wall0)
     threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
+    jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     spark.stop()
     tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
     print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows{tables}: CPU {sum(cpu):.1f} s in all "
           f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
+    print("CPU s of each warm batch: " + ", ".join(f"{c:.1f}" for c in cpu))
     if threads:
         print(threads_text(threads, span=f"over the {len(cpu)} warm batches"))
+    if jobs:
+        print(jobs)
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
+
+
+def jobs_text(spark: SparkSession, group: str, began: float) -> str:
+    """The Spark jobs of `group`, one line each: start after `began`, duration, stages, tasks, name.
+
+    From the UI's REST API, which has Hudi's job descriptions ("Committing stats: accounts");
+    the listener bus feeds it asynchronously, so it is read until the count stops changing.
+    """
+    context = spark.sparkContext
+    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/jobs"
+    jobs: list[dict[str, Any]] = []
+    for _ in range(20):
+        found = [j for j in json.load(urllib.request.urlopen(url, timeout=30)) if j.get("jobGroup") == group]
+        if jobs and len(found) == len(jobs):
+            break
+        jobs = found
+        time.sleep(0.5)
+    lines = [f"-- Spark jobs of the last batch: {len(jobs)}"]
+    for job in sorted(jobs, key=lambda j: j["jobId"]):
+        start, end = _epoch(job["submissionTime"]), _epoch(job.get("completionTime", job["submissionTime"]))
+        lines.append(f"  {job['jobId']:5d}  +{start - began:6.2f} s  {end - start:5.2f} s  "
+                     f"stages {len(job['stageIds'])}  tasks {job['numTasks']:3d}  {job['name'][:90]}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _epoch(stamp: str) -> float:
+    """Epoch seconds of the REST API's `2026-11-26T09:08:07.123GMT`."""
+    return dt.datetime.strptime(stamp.removesuffix("GMT"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.UTC).timestamp()
 
 
 def _since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

@@ -33,6 +33,7 @@ from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.options import (
+    CLEAN_MAX_COMMITS,
     CLEANER_COMMITS_RETAINED,
     KEEP_MAX_COMMITS,
     KEEP_MIN_COMMITS,
@@ -266,7 +267,7 @@ def test_trino_fails_on_a_table_with_recently_archived_instants(
     """
     db = f"hms_{uuid.uuid4().hex[:8]}"
     table = _table(tmp_path, db, "archived", "COPY_ON_WRITE")
-    archive_early = {CLEANER_COMMITS_RETAINED: "1", KEEP_MIN_COMMITS: "2", KEEP_MAX_COMMITS: "3"}
+    archive_early = {CLEANER_COMMITS_RETAINED: "1", CLEAN_MAX_COMMITS: "1", KEEP_MIN_COMMITS: "2", KEEP_MAX_COMMITS: "3"}
     history = Path(table.base_path) / ".hoodie" / "timeline" / "history"
     for i in range(12):  # archival also waits for the metadata table, so the count is not exact
         _write_synced(_rows(spark, [(1, f"v{i}", "eu", Decimal(i), T0)]), table, metastore.uri, **archive_early)

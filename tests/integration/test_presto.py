@@ -29,7 +29,13 @@ from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.compaction import INLINE
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
-from hudi_cdc.hudi.options import CLEANER_COMMITS_RETAINED, KEEP_MAX_COMMITS, KEEP_MIN_COMMITS, write_options
+from hudi_cdc.hudi.options import (
+    CLEAN_MAX_COMMITS,
+    CLEANER_COMMITS_RETAINED,
+    KEEP_MAX_COMMITS,
+    KEEP_MIN_COMMITS,
+    write_options,
+)
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.stream import version_problems
 from tests.integration.harness import Job
@@ -190,7 +196,7 @@ def test_table_version_6_on_an_existing_version_9_table_is_refused(spark: SparkS
 # --- archival: PrestoDB keeps reading version-6 tables whose timeline is archived ----------------
 
 ARCHIVE_EARLY = {
-    CLEANER_COMMITS_RETAINED: "1", KEEP_MIN_COMMITS: "2", KEEP_MAX_COMMITS: "3",
+    CLEANER_COMMITS_RETAINED: "1", CLEAN_MAX_COMMITS: "1", KEEP_MIN_COMMITS: "2", KEEP_MAX_COMMITS: "3",
     # the archiver keeps what the metadata table has not compacted yet (every 10 commits by default)
     "hoodie.metadata.compact.max.delta.commits": "3",
 }  # fmt: skip

@@ -17,6 +17,7 @@ from pyspark.sql.types import (
 from hudi_cdc.config import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.options import (
+    CLEAN_MAX_COMMITS,
     INDEX_TYPE,
     OPERATION,
     RECORD_INDEX,
@@ -64,6 +65,12 @@ def test_the_write_operation_skips_only_work_the_fold_made_redundant(
 
 def test_an_upsert_is_the_default_operation() -> None:
     assert write_options(_table())[OPERATION] == "upsert"
+
+
+def test_a_table_cleans_every_10_commits_unless_its_hoodie_options_say_otherwise() -> None:
+    assert write_options(_table())[CLEAN_MAX_COMMITS] == "10"
+    every_commit = _table().model_copy(update={"hoodie_options": {CLEAN_MAX_COMMITS: 1}})
+    assert write_options(every_commit)[CLEAN_MAX_COMMITS] == "1"
 
 
 @pytest.mark.parametrize(
