@@ -136,9 +136,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def jobs_text(spark: SparkSession, group: str, began: float) -> str:
-    """The Spark jobs of `group`, one line each: start after `began`, duration, stages, tasks, name.
+    """The Spark jobs of `group`, one line each: start after `began`, duration, stages, tasks, and
+    the job's description (Hudi's: "Committing stats: accounts") or else its call site.
 
-    From the UI's REST API, which has Hudi's job descriptions ("Committing stats: accounts");
+    From the UI's REST API, which has the descriptions;
     the listener bus feeds it asynchronously, so it is read until the count stops changing.
     """
     context = spark.sparkContext
@@ -154,7 +155,7 @@ def jobs_text(spark: SparkSession, group: str, began: float) -> str:
     for job in sorted(jobs, key=lambda j: j["jobId"]):
         start, end = _epoch(job["submissionTime"]), _epoch(job.get("completionTime", job["submissionTime"]))
         lines.append(f"  {job['jobId']:5d}  +{start - began:6.2f} s  {end - start:5.2f} s  "
-                     f"stages {len(job['stageIds'])}  tasks {job['numTasks']:3d}  {job['name'][:90]}")  # fmt: skip
+                     f"stages {len(job['stageIds'])}  tasks {job['numTasks']:3d}  {(job.get('description') or job['name'])[:90]}")  # fmt: skip
     return "\n".join(lines)
 
 
