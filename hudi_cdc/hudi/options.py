@@ -41,7 +41,7 @@ CLEAN_MAX_COMMITS = "hoodie.clean.max.commits"
 CLEAN_MAX_COMMITS_DEFAULT = "10"
 """Commits between two cleans (Hudi's default: 1, a clean after every commit). A clean costs a
 plan, its execution and a metadata-table commit of its own, about the same whatever it deletes:
-warm batches into 5 tables cost 0.75x the CPU once cleaning ran every 10 commits instead of
+warm batches into 5 tables cost 0.79x the CPU once cleaning ran every 10 commits instead of
 every commit (BENCHMARKS.md, twelfth round). Trade-off: the file versions of up to 20 commits
 stay on disk instead of 10. A table's `hoodie_options` may set it back to 1."""
 KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
