@@ -63,6 +63,7 @@ HEARTBEAT_WAIT_MARGIN_SECONDS = 30.0
 """How long past the heartbeat's expiry (`options.heartbeat_expiry_seconds`: 120 s by Hudi's
 defaults) a table's batch keeps waiting for a killed predecessor's pending instant before it stops."""
 HEARTBEAT_POLL_SECONDS = 15.0
+"""How often a batch refused for a fresh heartbeat is tried again."""
 
 
 @dataclass(frozen=True)

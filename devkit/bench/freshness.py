@@ -231,16 +231,11 @@ class _Job:
         self.usage = run_measured(command, cwd=CHECKOUT, env=child_env(), log_path=self.log_path)
 
     def batches(self) -> list[dict[str, Any]]:
-        if not self.batches_path.exists():
-            return []
-        return [json.loads(line) for line in self.batches_path.read_text().splitlines() if line.strip()]
+        return _json_lines(self.batches_path)
 
     def commits(self) -> Commits:
         """When each batch's commit of each topic's table completed, as the job reported them."""
-        if not self.commits_path.exists():
-            return {}
-        lines = [json.loads(line) for line in self.commits_path.read_text().splitlines() if line.strip()]
-        return {(int(line["batch_id"]), line["topic"]): float(line["at"]) for line in lines}
+        return {(int(line["batch_id"]), line["topic"]): float(line["at"]) for line in _json_lines(self.commits_path)}
 
     def wait_applied(self, ends: dict[tuple[str, int], int], timeout: float) -> bool:
         """Wait until every partition's offset in `ends` is applied; False after `timeout` s."""
@@ -266,6 +261,13 @@ class _Job:
     def _tail(self) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return f"log {self.log_path}:\n" + "\n".join(text.splitlines()[-40:])
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The objects of a JSON-lines file the job appends to (none before it wrote any)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 class _Producer:
