@@ -63,5 +63,6 @@ def test_a_copy_on_write_table_cleans_every_10_commits_and_keeps_the_last_10_ver
     stored = read_table(spark, table.base_path)
     assert stored is not None
     assert {(r["id"], r["name"]) for r in stored.select("id", "name").collect()} == {
-        (1, f"v{UPDATES}"), *((i, f"n{i}") for i in range(2, 7))
+        (1, f"v{UPDATES}"),
+        *((i, f"n{i}") for i in range(2, 7)),
     }
