@@ -39,7 +39,9 @@ itself (local runs: `hudi-cdc run`, the demo, the tests); under spark-submit the
 decides. A local `extra_conf` value that picks no collector of its own keeps this one
 (`local_java_options`)."""
 
-_PICKS_A_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
+_PICKS_A_COLLECTOR = re.compile(r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC\b")
+"""HotSpot's collector flags by name: other `-XX:+Use...GC` flags (UseAdaptiveSizePolicyWithSystemGC)
+tune a collector and pick none."""
 
 
 def local_java_options(requested: str | None) -> str:

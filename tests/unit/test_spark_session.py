@@ -13,3 +13,6 @@ def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_col
     # a collector of the caller's own wins: two would make the JVM refuse to start
     assert local_java_options("-XX:+UseG1GC -Xss4m") == "-XX:+UseG1GC -Xss4m"
     assert local_java_options("-XX:+UseZGC") == "-XX:+UseZGC"
+    # a flag that only tunes a collector is not one
+    tuned = "-XX:+UseAdaptiveSizePolicyWithSystemGC"
+    assert local_java_options(tuned).split() == [LOCAL_DRIVER_JAVA_OPTIONS, tuned]
