@@ -158,16 +158,16 @@ def _run_table_isolating(
 def _run_table_waiting(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """`_run_table`, tried again while Hudi waits for a killed run's heartbeat to expire
     (`failures.held_by_a_fresh_heartbeat`): at most the table's heartbeat expiry plus
-    HEARTBEAT_WAIT_MARGIN_SECONDS; past that, another writer really runs."""
-    budget = heartbeat_expiry_seconds(table) + HEARTBEAT_WAIT_MARGIN_SECONDS
-    waited = 0.0
+    HEARTBEAT_WAIT_MARGIN_SECONDS from the first try, the tries' own time included; past that,
+    another writer really runs."""
+    deadline = time.monotonic() + heartbeat_expiry_seconds(table) + HEARTBEAT_WAIT_MARGIN_SECONDS
     while True:
         try:
             return _run_table(records, received, table, ctx)
         except CdcError:
             raise
         except Exception as exc:
-            if waited >= budget or not held_by_a_fresh_heartbeat(exc):
+            if time.monotonic() >= deadline or not held_by_a_fresh_heartbeat(exc):
                 raise
             log.warning(
                 "table %s: batch %d: Hudi waits for the heartbeat of a pending instant of an earlier run "
@@ -175,7 +175,6 @@ def _run_table_waiting(records: DataFrame, received: TableRecords, table: TableC
                 table.name, ctx.batch_id, HEARTBEAT_POLL_SECONDS,
             )  # fmt: skip
             time.sleep(HEARTBEAT_POLL_SECONDS)
-            waited += HEARTBEAT_POLL_SECONDS
 
 
 def _isolate(records: DataFrame, table: TableConfig, ctx: BatchContext, first: Exception) -> TableMetrics:

@@ -193,35 +193,62 @@ def test_a_fresh_heartbeat_of_a_killed_writer_is_recognised() -> None:
     assert not held_by_a_fresh_heartbeat(ValueError("heartbeat"))
 
 
+@dataclass
+class FakeClock:
+    """`pipeline.time` for the heartbeat wait: sleeping and each try move the clock, nothing waits."""
+
+    now: float = 0.0
+    slept: list[float] = field(default_factory=list)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
 def test_a_batch_waits_for_the_heartbeat_then_applies_or_stops(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batch is tried again while the heartbeat is fresh, at most the table's heartbeat expiry plus a margin."""
+    """The batch is tried again while the heartbeat is fresh, at most the table's heartbeat expiry
+    plus a margin from the first try, the tries' own time included."""
     calls: list[int] = []
     refusals = 2
+    try_seconds = 0.0
+    clock = FakeClock()
 
     def run_table(*_: Any) -> TableMetrics:
         calls.append(1)
+        clock.now += try_seconds
         if len(calls) <= refusals:
             raise _heartbeat_refusal()
         return TableMetrics(table="t", read=1)
 
-    slept: list[float] = []
     monkeypatch.setattr(pipeline, "_run_table", run_table)
-    monkeypatch.setattr(pipeline.time, "sleep", slept.append)
+    monkeypatch.setattr(pipeline, "time", clock)
     table = TableConfig(name="t", key=["id"], base_path="/unused")
-    metrics = pipeline._run_table_waiting(None, None, table, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
-    assert metrics.read == 1 and len(calls) == 3 and sum(slept) == 2 * pipeline.HEARTBEAT_POLL_SECONDS
+    ctx = pipeline.BatchContext(config=None, batch_id=3)  # type: ignore[arg-type]
+    metrics = pipeline._run_table_waiting(None, None, table, ctx)  # type: ignore[arg-type]
+    assert metrics.read == 1 and len(calls) == 3 and sum(clock.slept) == 2 * pipeline.HEARTBEAT_POLL_SECONDS
 
     calls.clear()
     refusals = 10**6  # a heartbeat that never expires: another writer really runs
     with pytest.raises(FakePy4JError):
-        pipeline._run_table_waiting(None, None, table, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
+        pipeline._run_table_waiting(None, None, table, ctx)  # type: ignore[arg-type]
     budget = 120 + pipeline.HEARTBEAT_WAIT_MARGIN_SECONDS  # Hudi's defaults: 2 missed beats of 60 s
     assert len(calls) == int(budget / pipeline.HEARTBEAT_POLL_SECONDS) + 1
 
     calls.clear()
+    try_seconds = 20.0  # each refused try takes time of its own: fewer tries fit in the budget
+    with pytest.raises(FakePy4JError):
+        pipeline._run_table_waiting(None, None, table, ctx)  # type: ignore[arg-type]
+    # tries end at 20, 55, 90, 125 and 160 s after the first began: the fifth is past 150 s
+    assert len(calls) == 5
+
+    calls.clear()
+    try_seconds = 0.0
     quick = table.model_copy(
         update={"hoodie_options": {"hoodie.client.heartbeat.interval_in_ms": 10_000, "hoodie.client.heartbeat.tolerable.misses": 3}}
     )
     with pytest.raises(FakePy4JError):
-        pipeline._run_table_waiting(None, None, quick, pipeline.BatchContext(config=None, batch_id=3))  # type: ignore[arg-type]
+        pipeline._run_table_waiting(None, None, quick, ctx)  # type: ignore[arg-type]
     assert len(calls) == int((30 + pipeline.HEARTBEAT_WAIT_MARGIN_SECONDS) / pipeline.HEARTBEAT_POLL_SECONDS) + 1
