@@ -115,18 +115,26 @@ class LocalKafka(LocalService):
         """The settings a confluent-kafka client needs to reach this broker."""
         return {"bootstrap.servers": self.bootstrap_servers}
 
-    def start(self) -> LocalKafka:
-        """Format a fresh data dir and start the broker; return when AdminClient answers."""
+    def start(self, *, fresh: bool = True) -> LocalKafka:
+        """Start the broker; return when AdminClient answers.
+
+        `fresh`: a newly formatted data dir on new free ports. Otherwise a restart of the broker
+        this object started and stopped before: the same ports and data (topics, records,
+        committed consumer offsets), as a broker restart in production keeps them.
+        """
         began = time.monotonic()
         ensure_directory_free(SERVICE, self.directory)
         if not any(self.libs.glob("kafka_2.13-*.jar")):
             raise ServiceError(SERVICE, f"no broker classpath in {self.libs}; run `make kafka`")
         data = self.directory / "data"
-        shutil.rmtree(data, ignore_errors=True)
-        data.mkdir(parents=True)
-        self.port, self.controller_port = free_port(), free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
+        if not fresh and not self.port:
+            raise ServiceError(SERVICE, "a restart needs a broker this object started before")
+        if fresh:
+            shutil.rmtree(data, ignore_errors=True)
+            data.mkdir(parents=True)
+            self.port, self.controller_port = free_port(), free_port()
+            while self.controller_port == self.port:
+                self.controller_port = free_port()
         server_properties = self._write_server_properties(data)
         log4j2 = write_log4j2(self.directory, SERVICE)
         java = str(java17_home() / "bin" / "java")
@@ -144,8 +152,9 @@ class LocalKafka(LocalService):
             ],
             directory=self.directory,
         )
-        process.log_path.unlink(missing_ok=True)  # one log per start, like the data dir
-        self._format(java, common, server_properties, process)
+        if fresh:
+            process.log_path.unlink(missing_ok=True)  # one log per data dir: a restart appends
+            self._format(java, common, server_properties, process)
         self._launch(process, self._ready, timeout=self.startup_timeout, began=began)
         log.info("kafka up at %s in %.1fs", self.bootstrap_servers, self.startup_seconds)
         return self
