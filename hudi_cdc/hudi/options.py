@@ -37,13 +37,17 @@ COMPRESSION_CODEC_DEFAULT = "snappy"  # cheaper CPU than zstd on small, frequent
 NULL_FOR_MISSING_COLUMNS = "hoodie.write.set.null.for.missing.columns"
 CLEANER_COMMITS_RETAINED = "hoodie.clean.commits.retained"
 CLEANER_COMMITS_RETAINED_DEFAULT = "10"
-CLEAN_MAX_COMMITS = "hoodie.clean.max.commits"
+CLEAN_MAX_COMMITS = "hoodie.clean.trigger.max.commits"
 CLEAN_MAX_COMMITS_DEFAULT = "10"
 """Commits between two cleans (Hudi's default: 1, a clean after every commit). A clean costs a
 plan, its execution and a metadata-table commit of its own, about the same whatever it deletes:
 warm batches into 5 tables cost 0.79x the CPU once cleaning ran every 10 commits instead of
 every commit (BENCHMARKS.md, twelfth round). Trade-off: the file versions of up to 20 commits
 stay on disk instead of 10. A table's `hoodie_options` may set it back to 1."""
+RENAMED_KEYS = {"hoodie.clean.max.commits": CLEAN_MAX_COMMITS}
+"""Keys hudi_cdc sets, by the older names Hudi still accepts (with a deprecation warning). Hudi
+reads the current name first, so a table's `hoodie_options` value under the old name would lose
+to hudi_cdc's default under the new one: it is passed under the new name."""
 KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
 KEEP_MIN_COMMITS_DEFAULT = "40"
 KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
@@ -151,7 +155,7 @@ def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, para
     options.update({key: str(parallelism) for key in PARALLELISM_KEYS})
     if table.type == "MERGE_ON_READ":
         options.update(compaction_options(table.compaction))
-    options.update({key: _option_value(value) for key, value in table.hoodie_options.items()})
+    options.update({RENAMED_KEYS.get(key, key): _option_value(value) for key, value in table.hoodie_options.items()})
     return options
 
 

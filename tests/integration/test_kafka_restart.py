@@ -3,6 +3,12 @@ a clear error while it is down and, once it is back, applies what came after exa
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
 from decimal import Decimal
 from pathlib import Path
 
@@ -10,12 +16,16 @@ import pytest
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
+from devkit.metrics_plot import scrape
+from devkit.services import free_port
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.errors import KafkaUnreachableError
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
 
+OUTAGE_SECONDS = 20
+"""A broker restart, not an outage: shorter than the Kafka clients' own retry budget."""
 COLUMNS = [
     Column("id", "int64", optional=False),
     Column("owner", "string"),
@@ -70,4 +80,65 @@ def test_a_broker_restart_stops_the_run_clearly_and_the_next_run_applies_the_res
         rows = [{c: r[c] for c in ("id", "owner", "balance")} for r in job.rows_spark("accounts")]
         assert rows == [_account(1, "o1", "10.00"), _account(3, "o3", "3.00"), _account(4, "o4", "4.00")]
     finally:
+        broker.stop()
+
+
+def _read_total(port: int) -> float:
+    try:
+        return scrape(f"http://127.0.0.1:{port}/metrics").get(
+            ("hudi_cdc_records_read_total", "accounts", ""), 0
+        )
+    except (urllib.error.URLError, ConnectionError):
+        return -1
+
+
+def _wait_for(
+    read: float, port: int, process: subprocess.Popen[bytes], log: Path, seconds: float = 300
+) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None and _read_total(port) < read:
+        time.sleep(2)
+    assert process.poll() is None, f"the job stopped: {log.read_text()[-3000:]}"
+    assert _read_total(port) == read, log.read_text()[-3000:]
+
+
+def test_a_continuous_job_rides_out_a_short_broker_restart(spark: SparkSession, tmp_path: Path) -> None:
+    broker = LocalKafka(directory=tmp_path / "kafka").start()
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        job = Job(spark, broker, tmp_path, [{"name": "accounts", "key": ["id"]}])
+        source = DebeziumTable(
+            server=f"srv{job.suffix}", database="db", table="accounts", columns=COLUMNS, key=["id"]
+        )
+        job.produce(
+            "accounts",
+            [source.change("c", after=_account(i, f"o{i}", f"{i}.00"), pos=100 + i) for i in (1, 2, 3)],
+        )
+        port = free_port()
+        config = job.config_file(job={"metrics_port": port, "trigger_interval": "2 seconds"})
+        log = tmp_path / "job.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "hudi_cdc.cli.console", "run", "--config", str(config)],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        _wait_for(3, port, process, log)
+
+        broker.stop()
+        time.sleep(OUTAGE_SECONDS)
+        broker.start(fresh=False)
+        job.produce("accounts", [source.change("u", after=_account(1, "o1", "10.00"), pos=200),
+                                 source.change("c", after=_account(4, "o4", "4.00"), pos=201)])  # fmt: skip
+        _wait_for(5, port, process, log)
+        rows = [{c: r[c] for c in ("id", "owner", "balance")} for r in job.rows_spark("accounts")]
+        assert rows == [
+            _account(1, "o1", "10.00"),
+            _account(2, "o2", "2.00"),
+            _account(3, "o3", "3.00"),
+            _account(4, "o4", "4.00"),
+        ]
+    finally:
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=60)
         broker.stop()

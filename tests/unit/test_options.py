@@ -71,6 +71,10 @@ def test_a_table_cleans_every_10_commits_unless_its_hoodie_options_say_otherwise
     assert write_options(_table())[CLEAN_MAX_COMMITS] == "10"
     every_commit = _table().model_copy(update={"hoodie_options": {CLEAN_MAX_COMMITS: 1}})
     assert write_options(every_commit)[CLEAN_MAX_COMMITS] == "1"
+    # the name Hudi deprecated still works: passed under the current one, which Hudi reads first
+    old_name = _table().model_copy(update={"hoodie_options": {"hoodie.clean.max.commits": 1}})
+    options = write_options(old_name)
+    assert options[CLEAN_MAX_COMMITS] == "1" and "hoodie.clean.max.commits" not in options
 
 
 @pytest.mark.parametrize(
