@@ -84,6 +84,21 @@ class KafkaUnreachableError(TransientError):
         )
 
 
+class KafkaLostError(TransientError):
+    """The Kafka brokers stopped answering while the job ran, for longer than the Kafka source retries."""
+
+    def __init__(self, bootstrap_servers: str, *, reason: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.reason = reason
+        super().__init__(
+            f"Kafka at {bootstrap_servers} stopped answering while the job ran: {reason}\n"
+            "Nothing was lost: every committed batch stands, the checkpoint holds the Kafka offsets of the last "
+            "one, and Kafka keeps the rest. Start the job again once the brokers answer (a supervisor restarts "
+            "it). Shorter outages are ridden out in place; how long is Spark's `fetchOffset.numRetries` (3) times "
+            "the admin client's `default.api.timeout.ms` (`kafka.properties`, 60 s by default)."
+        )
+
+
 class DeadLetterRetentionError(TerminalError):
     """`dead-letters purge` was asked to purge without a retention to apply."""
 

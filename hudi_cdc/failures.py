@@ -65,6 +65,9 @@ the middle of a commit (BENCHMARKS.md, ninth round)."""
 KAFKA_PACKAGE = "org.apache.kafka."
 """The Kafka client's exceptions (TimeoutException, a broker gone...): Kafka failed, no record did."""
 
+KAFKA_RETRIABLE = "org.apache.kafka.common.errors.RetriableException"
+"""The Kafka client's errors that a retry may clear (TimeoutException, DisconnectException...)."""
+
 HUDI_PACKAGE = "org.apache.hudi."
 SHADED_PACKAGES = ("org.apache.hudi.org.", "org.apache.hudi.com.", "org.apache.hudi.javax.")
 """Libraries the Hudi bundle relocates under its own package (HBase's HFile reader, Jackson...)."""
@@ -87,6 +90,23 @@ def environment_fault(exc: BaseException) -> str | None:
         frame = _innermost_hudi_frame(root)
         if frame is not None and frame.startswith(TABLE_PACKAGES):
             return f"Hudi failed maintaining the table ({lineage[0]} in {frame})"
+    except Exception:  # the JVM is gone: nothing to tell by
+        return None
+    return None
+
+
+def kafka_fault(exc: BaseException) -> str | None:
+    """The Kafka client's retriable exception in `exc`'s Java chain (`Class: message`): the brokers
+    did not answer (a timeout, a lost connection). None otherwise, e.g. for a bad client setting.
+
+    What stops a streaming query whose brokers stopped answering: Spark's Kafka source gives up
+    fetching offsets after its retries (`fetchOffset.numRetries`, 3 by default, each waiting the
+    admin client's `default.api.timeout.ms`, 60 s by default).
+    """
+    try:
+        for throwable in java_chain(exc):
+            if KAFKA_RETRIABLE in _class_lineage(throwable):
+                return f"{throwable.getClass().getName()}: {throwable.getMessage()}"
     except Exception:  # the JVM is gone: nothing to tell by
         return None
     return None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -61,14 +63,26 @@ _UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]+)"')
 
 def _admin(settings: dict[str, str]) -> AdminClient:
     """An AdminClient, leaving out the settings only the Java client knows (they still reach Spark)."""
+    return librdkafka_client(AdminClient, settings)
+
+
+C = TypeVar("C")
+
+
+def librdkafka_client(make: Callable[[dict[str, str | int | float | bool]], C], settings: dict[str, str]) -> C:
+    """`make(settings)` (a confluent-kafka client), leaving out each setting librdkafka refuses as unknown.
+
+    Why: `kafka.properties` holds Java-client settings for Spark's source (`default.api.timeout.ms`...);
+    the driver's own clients must not refuse to start over them. They still reach Spark.
+    """
     while True:
         try:
-            return AdminClient(dict[str, str | int | float | bool](settings))
+            return make(dict[str, str | int | float | bool](settings))
         except KafkaException as exc:
             unknown = _UNKNOWN_SETTING.search(_reason(exc))
             if unknown is None or unknown.group(1) not in settings:
                 raise
-            log.debug("kafka check: librdkafka does not know %s, left out of the check", unknown.group(1))
+            log.debug("librdkafka does not know %s; left out of the driver's Kafka client", unknown.group(1))
             settings = {k: v for k, v in settings.items() if k != unknown.group(1)}
 
 

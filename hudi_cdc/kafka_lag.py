@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from hudi_cdc.config import KafkaSource
-from hudi_cdc.kafka_check import client_settings
+from hudi_cdc.kafka_check import client_settings, librdkafka_client
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class EndOffsets:
 
     def __init__(self, kafka: KafkaSource) -> None:
         settings = client_settings(kafka) | {"group.id": "hudi-cdc-lag", "enable.auto.commit": "false"}
-        self._consumer = Consumer(settings)
+        self._consumer = librdkafka_client(Consumer, settings)
         self._timeout = kafka.connect_timeout.total_seconds()
 
     def of(self, partitions: Positions) -> dict[str, dict[str, int]]:

@@ -128,9 +128,11 @@ def hadoop_conf(spark: SparkSession) -> Any:
 
 
 def java_chain(exc: BaseException) -> list[Any]:
-    """The Java throwables behind a Py4JJavaError, outermost first (empty for other errors)."""
+    """The Java throwables behind a Py4JJavaError or a PySpark captured exception (such as a
+    StreamingQueryException), outermost first (empty for other errors)."""
     chain: list[Any] = []
-    current = getattr(exc, "java_exception", None)
+    # py4j's error keeps the throwable as `java_exception`; PySpark's captured ones as `_origin`
+    current = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
     try:
         while current is not None and len(chain) < 20:
             chain.append(current)

@@ -22,7 +22,8 @@ from hudi_cdc import kafka_check, locations, route_regex
 from hudi_cdc.config import Config, check_base_paths
 from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
-from hudi_cdc.errors import CdcError, ConfigError
+from hudi_cdc.errors import CdcError, ConfigError, KafkaLostError
+from hudi_cdc.failures import kafka_fault
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.hudi.recovery import recover_table_config
 from hudi_cdc.hudi.table import table_version
@@ -200,8 +201,11 @@ def run(
         while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
             if metastore is not None:
                 metastore.sync_due(spark, config.tables)
-    except StreamingQueryException:
+    except StreamingQueryException as exc:
         if not stopped_by:
+            reason = kafka_fault(exc)
+            if reason is not None:  # the brokers, not the job: say so, and that nothing was lost
+                raise KafkaLostError(config.kafka.bootstrap_servers, reason=reason) from exc
             raise
     if stopped_by:
         # the query's error wraps ours in py4j's and Spark's text; ours says what to do (and

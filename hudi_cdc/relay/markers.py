@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from hudi_cdc.config import KafkaSource
 from hudi_cdc.errors import ConnectError
-from hudi_cdc.kafka_check import client_settings
+from hudi_cdc.kafka_check import client_settings, librdkafka_client
 
 LAST_MARKERS = frozenset({"last", "last_in_data_collection"})
 _POLL_SECONDS = 1.0
@@ -57,8 +57,8 @@ def snapshot_flag(value: bytes | None) -> tuple[str | None, str | None]:
 
 def scan_topic(kafka: KafkaSource, topic: str, *, start: Mapping[str, int], timeout: float = 30.0) -> TopicScan:
     """Read `topic` from `start` (partition -> offset; 0 where absent) to its high watermarks."""
-    consumer = Consumer(
-        {**client_settings(kafka), "group.id": f"hudi-cdc-relay-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    consumer = librdkafka_client(
+        Consumer, {**client_settings(kafka), "group.id": f"hudi-cdc-relay-{uuid.uuid4().hex}", "enable.auto.commit": "false"}
     )
     try:
         metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)

@@ -142,3 +142,52 @@ def test_a_continuous_job_rides_out_a_short_broker_restart(spark: SparkSession, 
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=60)
         broker.stop()
+
+
+def test_an_outage_longer_than_the_kafka_source_retries_stops_the_job_clearly_and_loses_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    broker = LocalKafka(directory=tmp_path / "kafka").start()
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        job = Job(spark, broker, tmp_path, [{"name": "accounts", "key": ["id"]}])
+        source = DebeziumTable(
+            server=f"srv{job.suffix}", database="db", table="accounts", columns=COLUMNS, key=["id"]
+        )
+        job.produce(
+            "accounts",
+            [source.change("c", after=_account(i, f"o{i}", f"{i}.00"), pos=100 + i) for i in (1, 2)],
+        )
+        port = free_port()
+        # the admin client gives up each offset fetch after 3 s instead of 60 s: the outage that
+        # outlasts Spark's 3 tries is seconds long, not minutes
+        config = job.config_file(
+            job={"metrics_port": port, "trigger_interval": "2 seconds"},
+            kafka={"properties": {"default.api.timeout.ms": "3000", "request.timeout.ms": "2000"}},
+        )
+        log = tmp_path / "job.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "hudi_cdc.cli.console", "run", "--config", str(config)],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        _wait_for(2, port, process, log)
+
+        broker.stop()
+        assert process.wait(timeout=240) == 1, log.read_text()[-3000:]
+        output = log.read_text()
+        assert f"error: Kafka at 127.0.0.1:{broker.port} stopped answering while the job ran" in output
+        assert "org.apache.kafka.common.errors.TimeoutException" in output and "Nothing was lost" in output
+        assert "Traceback" not in output
+
+        broker.start(fresh=False)
+        job.produce("accounts", [source.change("u", after=_account(2, "o2", "20.00"), pos=200)])
+        after = job.run()
+        assert sum(t.read for b in after for t in b.tables) == 1  # the record after the outage, once
+        rows = [{c: r[c] for c in ("id", "owner", "balance")} for r in job.rows_spark("accounts")]
+        assert rows == [_account(1, "o1", "1.00"), _account(2, "o2", "20.00")]
+    finally:
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=60)
+        broker.stop()

@@ -10,7 +10,7 @@ import pytest
 
 from hudi_cdc import pipeline
 from hudi_cdc.config import TableConfig
-from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
+from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat, kafka_fault
 from hudi_cdc.metrics import TableMetrics
 
 HIERARCHY = {
@@ -19,6 +19,11 @@ HIERARCHY = {
     "org.apache.hudi.exception.HoodieLockException": "org.apache.hudi.exception.HoodieException",
     "org.apache.hudi.exception.HoodieException": "java.lang.RuntimeException",
     "org.apache.spark.SparkException": "java.lang.Exception",
+    "org.apache.kafka.common.errors.TimeoutException": "org.apache.kafka.common.errors.RetriableException",
+    "org.apache.kafka.common.errors.RetriableException": "org.apache.kafka.common.errors.ApiException",
+    "org.apache.kafka.common.errors.ApiException": "org.apache.kafka.common.KafkaException",
+    "org.apache.kafka.common.config.ConfigException": "org.apache.kafka.common.KafkaException",
+    "org.apache.kafka.common.KafkaException": "java.lang.RuntimeException",
     "java.lang.RuntimeException": "java.lang.Exception",
     "java.lang.ArrayIndexOutOfBoundsException": "java.lang.IndexOutOfBoundsException",
     "java.lang.IndexOutOfBoundsException": "java.lang.RuntimeException",
@@ -160,6 +165,33 @@ def test_a_kafka_client_exception_anywhere_in_the_chain_is_kafkas() -> None:
     assert environment_fault(failure) == (
         "Kafka failed (org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before fetching)"
     )
+
+
+class FakeStreamingQueryError(Exception):
+    """PySpark's captured StreamingQueryException: the Java throwable is `_origin`."""
+
+    def __init__(self, origin: FakeThrowable) -> None:
+        super().__init__("[STREAM_FAILED] Query terminated with exception")
+        self._origin = origin
+
+
+def test_a_query_stopped_by_kafka_names_the_kafka_exception() -> None:
+    """Spark's Kafka source gave up fetching offsets: the brokers stopped answering."""
+    cause = FakeThrowable("org.apache.kafka.common.errors.TimeoutException", "Timed out waiting for a node assignment. Call: listTopics")
+    stopped = FakeThrowable("org.apache.spark.sql.streaming.StreamingQueryException", "Query terminated",
+                            cause=FakeThrowable("java.util.concurrent.ExecutionException", "wrapped", cause=cause))  # fmt: skip
+    assert kafka_fault(FakeStreamingQueryError(stopped)) == (
+        "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. Call: listTopics"
+    )
+    other = FakeThrowable("org.apache.spark.sql.streaming.StreamingQueryException", "Query terminated",
+                          cause=FakeThrowable("java.io.IOException", "disk full"))  # fmt: skip
+    assert kafka_fault(FakeStreamingQueryError(other)) is None
+    # a setting Kafka's client refuses is not an outage: the query's own error stands
+    misconfigured = FakeThrowable("org.apache.spark.sql.streaming.StreamingQueryException", "Query terminated",
+                                  cause=FakeThrowable("org.apache.kafka.common.KafkaException", "Failed to create new KafkaAdminClient",
+                                                      cause=FakeThrowable("org.apache.kafka.common.config.ConfigException", "bad")))  # fmt: skip
+    assert kafka_fault(FakeStreamingQueryError(misconfigured)) is None
+    assert kafka_fault(ValueError("kafka")) is None
 
 
 def test_python_errors_and_a_gone_jvm_tell_nothing() -> None:
