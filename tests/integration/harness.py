@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +21,8 @@ from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
 
 from devkit.debezium import KafkaRecord
+from devkit.metrics_plot import scrape
+from devkit.services import free_port
 from devkit.services.kafka import LocalKafka
 from hudi_cdc import stream
 from hudi_cdc.config import Config, parse_config
@@ -123,3 +132,52 @@ def _sort_key(row: dict[str, Any]) -> str:
 def _naive(row: dict[str, Any]) -> dict[str, Any]:
     """hudi-rs returns tz-aware UTC timestamps; Spark (session zone UTC) returns naive ones."""
     return {k: (v.replace(tzinfo=None) if hasattr(v, "tzinfo") and v.tzinfo else v) for k, v in row.items()}
+
+
+@dataclass
+class ContinuousJob:
+    """`hudi-cdc run` (continuous, a 2 s trigger) in a process of its own, serving its metrics."""
+
+    process: subprocess.Popen[bytes]
+    metrics_port: int
+    log: Path
+
+    def output(self, tail: int = 3000) -> str:
+        return self.log.read_text()[-tail:]
+
+    def metrics(self) -> dict[tuple[str, str, str], float]:
+        """The scraped samples; empty while the endpoint is not up."""
+        try:
+            return scrape(f"http://127.0.0.1:{self.metrics_port}/metrics")
+        except (urllib.error.URLError, ConnectionError):
+            return {}
+
+    def read(self, table: str) -> float:
+        return self.metrics().get(("hudi_cdc_records_read_total", table, ""), 0)
+
+    def wait_read(self, table: str, records: int, seconds: float = 300) -> None:
+        """Until the job has read `records` records of `table`; it must still run."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and self.process.poll() is None and self.read(table) < records:
+            time.sleep(2)
+        assert self.process.poll() is None, f"the job stopped: {self.output()}"
+        assert self.read(table) == records, self.output()
+
+
+@contextlib.contextmanager
+def continuous(job: Job, *, kafka: dict[str, Any] | None = None) -> Iterator[ContinuousJob]:
+    """Run `job` continuously through the CLI until the block ends (then SIGTERM)."""
+    port = free_port()
+    config = job.config_file(job={"metrics_port": port, "trigger_interval": "2 seconds"}, kafka=kafka)
+    log = job.root / "job.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hudi_cdc.cli.console", "run", "--config", str(config)],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        yield ContinuousJob(process, port, log)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=60)
