@@ -48,7 +48,7 @@ def check_reachable(kafka: KafkaSource) -> int:
     timeout = kafka.connect_timeout.total_seconds()
     began = time.monotonic()
     try:
-        metadata = _admin(client_settings(kafka)).list_topics(timeout=timeout)
+        metadata = librdkafka_client(AdminClient, client_settings(kafka)).list_topics(timeout=timeout)
     except KafkaException as exc:
         # the error names the broker state, never a setting's value
         raise KafkaUnreachableError(
@@ -61,15 +61,10 @@ def check_reachable(kafka: KafkaSource) -> int:
 _UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]+)"')
 
 
-def _admin(settings: dict[str, str]) -> AdminClient:
-    """An AdminClient, leaving out the settings only the Java client knows (they still reach Spark)."""
-    return librdkafka_client(AdminClient, settings)
+Client = TypeVar("Client")
 
 
-C = TypeVar("C")
-
-
-def librdkafka_client(make: Callable[[dict[str, str | int | float | bool]], C], settings: dict[str, str]) -> C:
+def librdkafka_client(make: Callable[[dict[str, str | int | float | bool]], Client], settings: dict[str, str]) -> Client:
     """`make(settings)` (a confluent-kafka client), leaving out each setting librdkafka refuses as unknown.
 
     Why: `kafka.properties` holds Java-client settings for Spark's source (`default.api.timeout.ms`...);

@@ -41,7 +41,7 @@ def test_a_copy_on_write_table_cleans_every_10_commits_and_keeps_the_last_10_ver
     spark: SparkSession, tmp_path: Path
 ) -> None:
     table = TableConfig(name="cleaned", key=["id"], base_path=str(tmp_path / "cleaned"))
-    options = write_options(table, operation="upsert")
+    options = write_options(table)
     writer.write(
         _rows(spark, [(i, f"n{i}", Decimal(i)) for i in range(1, 7)]),
         table=table.name, base_path=table.base_path, options=options, commit_metadata={},
