@@ -18,6 +18,8 @@ BATCH_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "batch_id"
 JOB_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "job"
 TRUNCATE_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
+INDEX_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "index"
+"""The index that shapes the table's files (`hudi.options.index_layout`); Hudi keeps no record of a bucket index."""
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,19 @@ def commit_metadata(
     batch_id: int,
     kafka: KafkaRange,
     progress: Progress,
+    index: str,
     truncate: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file."""
+    """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file.
+
+    `index`: the table's `hudi.options.index_layout`.
+    """
     metadata = {
         OFFSETS_KEY: json.dumps(kafka.last, sort_keys=True),
         FIRST_OFFSETS_KEY: json.dumps(kafka.first, sort_keys=True),
         BATCH_KEY: str(batch_id),
         JOB_KEY: job,
+        INDEX_KEY: index,
         **progress.to_metadata(),
     }
     if truncate is not None:

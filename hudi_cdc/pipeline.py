@@ -32,7 +32,13 @@ from hudi_cdc.errors import CdcError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
 from hudi_cdc.hudi import timeline, writer
-from hudi_cdc.hudi.options import heartbeat_expiry_seconds, trailing_columns, write_options
+from hudi_cdc.hudi.options import (
+    heartbeat_expiry_seconds,
+    index_layout,
+    key_lookup_options,
+    trailing_columns,
+    write_options,
+)
 from hudi_cdc.hudi.table import read_keys, read_table
 from hudi_cdc.hudi.writer import RowCounts
 from hudi_cdc.lineage import checkpointed, release
@@ -316,6 +322,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
                 batch_id=ctx.batch_id,
                 kafka=kafka,
                 progress=progress,
+                index=index_layout(table),
                 truncate=asdict(newest_truncate) if newest_truncate else None,
             ),
             counts=written,
@@ -337,7 +344,7 @@ def _stored_for_keys(
     stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig
 ) -> DataFrame | None:
     """The stored table as the fold's key lookup reads it: only the files holding `changes`' keys,
-    when the record-level index can name them (`stored_state.index_lookup_column`), else all."""
+    when the table's index can name them (`stored_state.index_lookup_column`), else all."""
     column = index_lookup_column(table, schema)
     if stored is None or column is None:
         return stored
@@ -348,7 +355,7 @@ def _stored_for_keys(
             "table %s: more than %d distinct keys; the stored-row read scans the table", table.name, INDEX_LOOKUP_MAX_KEYS
         )
         return stored
-    return read_keys(changes.sparkSession, table.base_path, column, keys)
+    return read_keys(changes.sparkSession, table.base_path, column, keys, key_lookup_options(table))
 
 
 def _fold(

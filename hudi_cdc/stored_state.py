@@ -29,7 +29,7 @@ CDC_COLUMNS = [OP, ORDER, TS_MS, SOURCE, INGESTED_AT, COLUMN_ORDERS]
 """The `_cdc_*` columns every table stores after its data columns (soft-delete tables add DELETED)."""
 
 INDEX_LOOKUP_MAX_KEYS = 256
-"""Distinct keys a batch may look up in the record-level index; with more, the stored-row read
+"""Distinct keys a batch may look up in the table's index; with more, the stored-row read
 scans the table. The keys travel to the driver and into the read's key filter, and the code
 Spark generates for that read grows with the keys (measured: 256 keys plan and run; 400 exceed
 the 64 KB limit of a generated method, so Spark falls back to interpreting it; 1,000 overflow
@@ -76,14 +76,15 @@ def conform_events(events: DataFrame, schema: StructType) -> DataFrame:
 
 
 def index_lookup_column(table: TableConfig, schema: StructType) -> str | None:
-    """The key column whose values the stored-row read may look up in the record-level index, or None.
+    """The key column whose values the stored-row read may look up in the table's index, or None.
 
-    Only where the record key Hudi stores is the column's value as text: one key column of a
+    The record-level and the bucket index can name a key's files. Only where the record key
+    Hudi stores (and hashes into a bucket) is the column's value as text: one key column of a
     string or integer type, written by the non-partitioned or simple key generator. A decimal,
     date or timestamp key, or a composite one, is stored in an encoding the read's key filter
     does not reproduce, and a file pruned by mistake would hide a stored row from the fold.
     """
-    if table.index != "record_level" or len(table.key) != 1:
+    if table.index == "simple" or len(table.key) != 1:
         return None
     column = table.key[0]
     if column not in schema.fieldNames() or not isinstance(schema[column].dataType, _INDEX_KEY_TYPES):

@@ -25,9 +25,12 @@ from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import CdcError, ConfigError, KafkaLostError
 from hudi_cdc.failures import kafka_fault
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
+from hudi_cdc.hudi.options import BUCKET_LAYOUT, index_layout
 from hudi_cdc.hudi.recovery import recover_table_config
-from hudi_cdc.hudi.table import table_version
+from hudi_cdc.hudi.table import table_exists, table_version
+from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.metrics import BatchMetrics
+from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.pipeline import BatchContext, run_batch
 
 log = logging.getLogger(__name__)
@@ -72,7 +75,9 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     4. No existing table is at a higher Hudi table version than its `table_version` (Hudi never
        downgrades: measured, a version-9 table keeps being written at 9 with `table_version: 6`).
        A lower one is upgraded at the next commit (measured: 6 -> 9), logged as a warning.
-    5. Kafka answers within `kafka.connect_timeout`.
+    5. A table's bucket index and its number of buckets are what its files were written with
+       (`index_problems`).
+    6. Kafka answers within `kafka.connect_timeout`.
     """
     from hudi_cdc.spark_session import hadoop_conf, jvm
 
@@ -83,7 +88,7 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
     for table in config.tables:
         recover_table_config(spark, table.base_path)
-    problems = version_problems(spark, config)
+    problems = version_problems(spark, config) + index_problems(spark, config)
     if problems:
         raise ConfigError(source, problems)
     kafka_check.check_reachable(config.kafka)
@@ -109,6 +114,36 @@ def version_problems(spark: SparkSession, config: Config) -> list[str]:
                 table.name, stored, table.table_version,
             )  # fmt: skip
     return problems
+
+
+def index_problems(spark: SparkSession, config: Config) -> list[str]:
+    """Tables whose `index`/`buckets` would change a bucket layout their files were written with.
+
+    Hudi keeps a bucket table's layout in its file names only: written with another number of
+    buckets, or with another index, it keeps a key in two file groups (measured: 4 buckets into
+    an 8-bucket table duplicated 144 of 300 rows). hudi_cdc records the layout in every commit
+    (`offsets.INDEX_KEY`); a table with no such record was not written with a bucket index.
+    """
+    problems = []
+    for table in config.tables:
+        if not table_exists(spark, table.base_path):
+            continue
+        wanted = index_layout(table)
+        stored = latest_job_metadata(spark, table.base_path).get(INDEX_KEY)
+        if stored != wanted and BUCKET_LAYOUT in (wanted.split(":")[0], (stored or "").split(":")[0]):
+            problems.append(
+                f"tables.{table.name}.index: the settings ask for {_layout_text(wanted)}, but the table at "
+                f"{table.base_path} was written with {_layout_text(stored)}; a bucket index is fixed when "
+                "the table is created. Restore the table's settings, or write the table anew (new base_path)"
+            )
+    return problems
+
+
+def _layout_text(layout: str | None) -> str:
+    if layout is None:
+        return "an index other than `bucket`"
+    kind, _, buckets = layout.partition(":")
+    return f"`index: {kind}`" + (f" with `buckets: {buckets}`" if buckets else "")
 
 
 def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Config, metrics: BatchMetrics) -> list[str]:

@@ -61,6 +61,8 @@ class JobSpec:
     """Run continuously at this interval (`5 seconds`; the freshness bench), None: until caught up."""
     index: IndexKind = "simple"
     """The table's `index`; the plain job writes with the same Hudi index options (`plain_options`)."""
+    buckets: int = 8
+    """The table's `buckets`, for `index: bucket`."""
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
 
@@ -77,7 +79,7 @@ class JobSpec:
         return TableConfig(
             name=name, key=[KEY], base_path=path, type=self.type,
             partition_by=[PARTITION_COLUMN] if self.partitioned else [], index=self.index,
-            hoodie_options=self.hoodie_options,
+            hoodie_options=self.hoodie_options, **({"buckets": self.buckets} if self.index == "bucket" else {}),
         )  # fmt: skip
 
 

@@ -56,6 +56,8 @@ class Settings:
     """Extra Spark settings of every job's session (never of the check)."""
     index: IndexKind = "simple"
     """The tables' `index` (hudi_cdc's setting; the plain job gets the same Hudi index options)."""
+    buckets: int = 8
+    """The tables' `buckets` with `index: bucket`."""
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The tables' `hoodie_options` (file sizing...); the plain job writes with them too."""
 
@@ -188,6 +190,7 @@ class Run:
             job=job, bootstrap=self.kafka.bootstrap_servers, topics=topics, batch=batch,
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
             table_concurrency=table_concurrency, index=self.settings.index, hoodie_options=self.settings.hoodie_options,
+            buckets=self.settings.buckets,
         )  # fmt: skip
 
     def _request(self, spec: JobSpec) -> dict[str, Any]:

@@ -30,6 +30,11 @@ RECORD_INDEX = "hoodie.metadata.global.record.level.index.enable"
 """Keep the global record-level index in the metadata table (a write option, and a read option
 that lets data skipping use it)."""
 RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
+BUCKET_ENGINE = "hoodie.index.bucket.engine"
+BUCKET_COUNT = "hoodie.bucket.index.num.buckets"
+BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
+BUCKET_QUERY_PRUNING = "hoodie.bucket.index.query.pruning"
+"""A read option: with the bucket options, data skipping reads only the buckets of a key filter."""
 COLUMN_STATS_INDEX = "hoodie.metadata.index.column.stats.enable"
 """Off as a read option for key lookups (see `hudi.table.read_keys`)."""
 COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
@@ -80,6 +85,7 @@ OWNED = frozenset(
         TABLE_NAME, TABLE_TYPE, OPERATION, RECORD_KEY, PARTITION_PATH, KEY_GENERATOR,
         HIVE_STYLE_PARTITIONING, MERGE_MODE, COMBINE_BEFORE_UPSERT, INDEX_TYPE,
         SIMPLE_INDEX_UPDATE_PARTITION_PATH, RECORD_INDEX, RECORD_INDEX_UPDATE_PARTITION_PATH, NULL_FOR_MISSING_COLUMNS, KEEP_MIN_COMMITS, KEEP_MAX_COMMITS,
+        BUCKET_ENGINE, BUCKET_COUNT, BUCKET_HASH_FIELD,
         COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, WRITE_TABLE_VERSION,
         *COMPACTION_KEYS,
     }
@@ -119,7 +125,42 @@ def index_options(table: TableConfig) -> dict[str, str]:
     if table.index == "record_level":
         # global by construction; without the metadata-table switch the index type alone is refused
         return {INDEX_TYPE: "GLOBAL_RECORD_LEVEL_INDEX", RECORD_INDEX: "true", RECORD_INDEX_UPDATE_PARTITION_PATH: "true"}
+    if table.index == "bucket":
+        # partition columns are key columns (TableConfig refuses others): a row never changes partition
+        return {
+            INDEX_TYPE: "BUCKET",
+            BUCKET_ENGINE: "SIMPLE",
+            BUCKET_COUNT: str(table.buckets),
+            BUCKET_HASH_FIELD: ",".join(table.key),
+        }
     return {INDEX_TYPE: "GLOBAL_SIMPLE" if table.partition_by else "SIMPLE", SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true"}
+
+
+BUCKET_LAYOUT = "bucket"
+
+
+def index_layout(table: TableConfig) -> str:
+    """The index as it shapes the table's files: `bucket:<buckets>`, or the index's name.
+
+    Kept in every commit's metadata (`offsets.INDEX_KEY`), because Hudi keeps no record of a
+    bucket index: see `stream.index_problems`.
+    """
+    return f"{BUCKET_LAYOUT}:{table.buckets}" if table.index == BUCKET_LAYOUT else table.index
+
+
+def key_lookup_options(table: TableConfig) -> dict[str, str]:
+    """Read options that let a key filter read only the files holding the keys (`hudi.table.read_keys`).
+
+    Data skipping on, through the table's own index; the column-stats index off: its lookup is
+    what deadlocked concurrent tables (see `hudi.table.read_table`), and a key filter needs none.
+    """
+    options = {DATA_SKIPPING: "true", COLUMN_STATS_INDEX: "false"}
+    if table.index == "record_level":
+        return options | {RECORD_INDEX: "true"}
+    if table.index == "bucket":
+        # the reader knows a bucket table only from these: Hudi keeps none of them in the table
+        return options | index_options(table) | {RECORD_KEY: ",".join(table.key), BUCKET_QUERY_PRUNING: "true"}
+    return options
 
 
 def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, parallelism: int = 2) -> dict[str, str]:

@@ -6,14 +6,14 @@ details are in `hudi/timeline.py`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_cdc.hudi import fs
-from hudi_cdc.hudi.options import COLUMN_STATS_INDEX, DATA_SKIPPING, RECORD_INDEX
+from hudi_cdc.hudi.options import DATA_SKIPPING
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
@@ -60,22 +60,17 @@ def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
     return _without_meta_columns(spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path))
 
 
-def read_keys(spark: SparkSession, base_path: str, column: str, keys: Sequence[object]) -> DataFrame:
+def read_keys(
+    spark: SparkSession, base_path: str, column: str, keys: Sequence[object], options: Mapping[str, str]
+) -> DataFrame:
     """The stored rows whose record key `column` is one of `keys`, read from the files that hold them only.
 
-    Hudi's data skipping looks the keys up in the record-level index (metadata table) and lists
-    only the file groups they live in. The column-stats index is off for this read: its lookup
-    is what deadlocked concurrent tables (see `read_table`), and a key filter needs only the
-    record-level index. The table must keep that index (`TableConfig.index: record_level`);
-    without it, nothing is pruned and the read scans.
+    Hudi's data skipping names the file groups the keys live in: from the record-level index
+    (metadata table), or from the keys' hashes for a bucket index. `options`: the table's
+    `hudi.options.key_lookup_options`; with a table that keeps neither index, nothing is pruned
+    and the read scans.
     """
-    df = (
-        spark.read.format("hudi")
-        .option(DATA_SKIPPING, "true")
-        .option(RECORD_INDEX, "true")
-        .option(COLUMN_STATS_INDEX, "false")
-        .load(base_path)
-    )
+    df = spark.read.format("hudi").options(**options).load(base_path)
     return _without_meta_columns(df.filter(F.col(column).isin(*keys)))
 
 

@@ -1,6 +1,6 @@
-"""`index: record_level` end to end: partial updates and partition moves keep their stored values, and the read prunes.
+"""`index: record_level` and `bucket` end to end: partial updates and moves keep their stored values, and the read prunes.
 
-The stored-row read of a record-level table reads only the files the index names for a batch's
+The stored-row read of a record-level or bucket table reads only the files the index names for a batch's
 keys. A file pruned by mistake would hide a stored row from the fold and silently drop the
 stored values a partial update keeps, so the checks below are partial updates and partition
 moves, whose stored values only the stored row has. A batch with more distinct keys than one
@@ -19,6 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.hudi.options import key_lookup_options
 from hudi_cdc.hudi.table import read_keys
 from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
 from tests.integration.harness import Job
@@ -86,12 +88,20 @@ def _files_read(df: DataFrame) -> int:
     return sum(int(m.apply("numFiles").value()) for m in counts if m.contains("numFiles"))
 
 
-def test_record_level_index_keeps_partial_updates_and_moves_and_prunes_the_read(
-    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    "table",
+    [
+        # merge-on-read: inserts may land in log files, where the index must find them too
+        {"type": "MERGE_ON_READ", "partition_by": ["region"], "index": "record_level"},
+        # a bucket index finds keys within a partition only: unpartitioned, the region is a plain column
+        {"type": "MERGE_ON_READ", "index": "bucket", "buckets": 4},
+    ],
+    ids=["record-level", "bucket"],
+)
+def test_an_index_that_names_files_keeps_partial_updates_and_moves_and_prunes_the_read(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, caplog: pytest.LogCaptureFixture, table: dict[str, Any]
 ) -> None:
-    # merge-on-read: inserts may land in log files, where the index must find them too
-    table = {"name": "accounts", "key": ["id"], "type": "MERGE_ON_READ", "partition_by": ["region"], "index": "record_level"}
-    job = Job(spark, kafka, tmp_path, [table])
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **table}])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
     with caplog.at_level(logging.INFO, logger="hudi_cdc.pipeline"):
         for records in _batches(src):
@@ -104,11 +114,39 @@ def test_record_level_index_keeps_partial_updates_and_moves_and_prunes_the_read(
     for reader in (job.rows_spark, job.rows_hudi_rs):
         rows = sorted(({c: r[c] for c in columns} for r in reader("accounts")), key=lambda r: r["id"])
         assert rows == expected, reader.__name__
-    assert (tmp_path / "warehouse" / "accounts" / ".hoodie" / "metadata" / "record_index").is_dir()
+    index_folder = tmp_path / "warehouse" / "accounts" / ".hoodie" / "metadata" / "record_index"
+    assert index_folder.is_dir() == (table["index"] == "record_level")
 
     # the lookup reads the files of its keys only, and finds a moved row in its new partition
-    path = job.path("accounts")
+    path, options = job.path("accounts"), key_lookup_options(job.config.tables[0])
     every_file = _files_read(spark.read.format("hudi").load(path))
-    looked_up = read_keys(spark, path, "id", [4])
+    looked_up = read_keys(spark, path, "id", [4], options)
     assert [(r["id"], r["region"], r["name"]) for r in looked_up.collect()] == [(4, "us", "moved twice")]
-    assert 0 < _files_read(read_keys(spark, path, "id", [4])) < every_file
+    assert 0 < _files_read(read_keys(spark, path, "id", [4], options)) < every_file
+
+
+@pytest.mark.parametrize(
+    ("written", "asked"),
+    [
+        ({"index": "bucket", "buckets": 4}, {"index": "bucket", "buckets": 8}),
+        ({"index": "bucket", "buckets": 4}, {"index": "simple"}),
+        ({"index": "simple"}, {"index": "bucket", "buckets": 4}),
+    ],
+    ids=["other-bucket-count", "bucket-to-simple", "simple-to-bucket"],
+)
+def test_a_bucket_layout_cannot_change_under_an_existing_table(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, written: dict[str, Any], asked: dict[str, Any]
+) -> None:
+    # Hudi would write on: measured, 4 buckets into an 8-bucket table kept 144 of 300 keys twice
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **written}])
+    src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
+    job.produce("accounts", [src.change("r", after=_row(i, f"n{i}", _region(i)), pos=i) for i in range(1, 51)])
+    job.run()
+    job.tables[0] = {"name": "accounts", "key": ["id"], **asked}
+    job.produce("accounts", [src.change("u", after=_row(i, "again", _region(i)), pos=100 + i) for i in range(1, 51)])
+    with pytest.raises(ConfigError, match=r"tables\.accounts\.index: .*bucket.* fixed when the table is created"):
+        job.run()
+    job.tables[0] = {"name": "accounts", "key": ["id"], **written}
+    job.run()
+    rows = job.rows_spark("accounts")
+    assert len(rows) == 50 and {r["name"] for r in rows} == {"again"}

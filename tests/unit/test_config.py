@@ -63,7 +63,7 @@ def test_secrets_are_redacted_and_not_in_repr() -> None:
         pytest.param(lambda c: c["job"].update(dead_letter_path="/tmp/o/dl"), "job.dead_letter_path", "inside the base_path of table orders", id="dead-letters-in-table"),
         pytest.param(lambda c: c["tables"][0].update(mode="patch"), "tables.0", "need `columns`", id="patch-without-columns"),
         pytest.param(lambda c: c["tables"][0].update(index="record_level", hoodie_options={"hoodie.metadata.enable": False}), "tables.0", "metadata table", id="record-index-without-metadata-table"),
-        pytest.param(lambda c: c["tables"][0].update(index="bloom"), "tables.0.index", "'simple' or 'record_level'", id="unknown-index"),
+        pytest.param(lambda c: c["tables"][0].update(index="bloom"), "tables.0.index", "'simple', 'record_level' or 'bucket'", id="unknown-index"),
     ],
 )
 def test_bad_config_names_field_and_allowed_values(change: Any, field: str, allowed: str) -> None:

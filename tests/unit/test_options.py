@@ -17,13 +17,19 @@ from pyspark.sql.types import (
 from hudi_cdc.config import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.options import (
+    BUCKET_COUNT,
+    BUCKET_HASH_FIELD,
+    BUCKET_QUERY_PRUNING,
     CLEAN_MAX_COMMITS,
+    DATA_SKIPPING,
     INDEX_TYPE,
     OPERATION,
     RECORD_INDEX,
     RECORD_INDEX_UPDATE_PARTITION_PATH,
     SIMPLE_INDEX_UPDATE_PARTITION_PATH,
     WRITE_TABLE_VERSION,
+    index_layout,
+    key_lookup_options,
     trailing_columns,
     write_options,
 )
@@ -122,8 +128,39 @@ def test_every_index_is_global_and_moves_a_row_whose_partition_changed(
     assert options[moves] == "true"
 
 
+def test_a_bucket_index_hashes_the_key_into_the_configured_buckets_and_its_reads_prune_by_them() -> None:
+    table = _table(index="bucket", buckets=32, key=["id", "region"], partition_by=["region"])
+    options = write_options(table)
+    assert (options[INDEX_TYPE], options[BUCKET_COUNT], options[BUCKET_HASH_FIELD]) == ("BUCKET", "32", "id,region")
+    lookup = key_lookup_options(table)
+    # a reader knows the buckets only from its options: the write's bucket settings must travel with it
+    assert lookup[DATA_SKIPPING] == lookup[BUCKET_QUERY_PRUNING] == "true"
+    assert (lookup[INDEX_TYPE], lookup[BUCKET_COUNT], lookup[BUCKET_HASH_FIELD]) == ("BUCKET", "32", "id,region")
+    assert index_layout(table) == "bucket:32"
+    assert index_layout(_table(index="bucket")) == "bucket:8"
+    assert index_layout(_table(index="record_level")) == "record_level"
+    assert key_lookup_options(_table(index="record_level"))[RECORD_INDEX] == "true"
+    assert INDEX_TYPE not in key_lookup_options(_table())
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"index": "bucket", "partition_by": ["region"]}, "kept twice"),
+        ({"index": "bucket", "key": ["id", "day"], "partition_by": ["region", "day"]}, "kept twice"),
+        ({"index": "record_level", "buckets": 4}, "applies to `index: bucket` only"),
+        ({"buckets": 4}, "applies to `index: bucket` only"),
+        ({"index": "bucket", "buckets": 0}, "greater than 0"),
+    ],
+    ids=["partition-not-key", "one-partition-column-not-key", "buckets-with-record-level", "buckets-with-simple", "zero"],
+)
+def test_a_bucket_index_is_refused_where_a_row_could_change_bucket(fields: dict[str, object], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        _table(**fields)
+
+
 def test_the_index_cannot_be_overridden_through_hoodie_options() -> None:
-    for key in (INDEX_TYPE, RECORD_INDEX, RECORD_INDEX_UPDATE_PARTITION_PATH):
+    for key in (INDEX_TYPE, RECORD_INDEX, RECORD_INDEX_UPDATE_PARTITION_PATH, BUCKET_COUNT, BUCKET_HASH_FIELD):
         with pytest.raises(ValueError, match="set by hudi_cdc for correctness"):
             _table(hoodie_options={key: "false"})
 
@@ -139,8 +176,11 @@ def test_the_index_cannot_be_overridden_through_hoodie_options() -> None:
         ({"index": "record_level", "partition_by": ["region", "day"]}, LongType(), None),
         ({"index": "record_level"}, DecimalType(10, 0), None),
         ({"index": "record_level"}, TimestampType(), None),
+        ({"index": "bucket"}, LongType(), "id"),
+        ({"index": "bucket", "key": ["id", "region"], "partition_by": ["region"]}, LongType(), None),
     ],
-    ids=["bigint", "string", "int-partitioned", "simple-index", "composite-key", "complex-keygen", "decimal", "timestamp"],
+    ids=["bigint", "string", "int-partitioned", "simple-index", "composite-key", "complex-keygen", "decimal", "timestamp",
+         "bucket", "bucket-composite-key"],
 )
 def test_the_stored_row_read_looks_keys_up_only_where_the_stored_key_is_the_value_as_text(
     fields: dict[str, object], key_type: DataType, column: str | None
