@@ -21,7 +21,7 @@ from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.options import key_lookup_options
-from hudi_cdc.hudi.table import read_keys
+from hudi_cdc.hudi.table import meta_client, read_keys
 from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
 from tests.integration.harness import Job
 
@@ -77,6 +77,12 @@ def _expected() -> dict[int, dict[str, Any]]:
     return rows
 
 
+def _compactions(spark: SparkSession, path: str) -> int:
+    """Completed compaction commits on a merge-on-read table's timeline."""
+    timeline = meta_client(spark, path).getActiveTimeline().getCommitTimeline().filterCompletedInstants()
+    return int(timeline.countInstants())
+
+
 def _files_read(df: DataFrame) -> int:
     """Data files the scan of a fresh DataFrame reads, run once (Spark's `numFiles` metric of the file scan)."""
     df.collect()
@@ -93,8 +99,9 @@ def _files_read(df: DataFrame) -> int:
     [
         # merge-on-read: inserts may land in log files, where the index must find them too
         {"type": "MERGE_ON_READ", "partition_by": ["region"], "index": "record_level"},
-        # a bucket index finds keys within a partition only: unpartitioned, the region is a plain column
-        {"type": "MERGE_ON_READ", "index": "bucket", "buckets": 4},
+        # a bucket index finds keys within a partition only: unpartitioned, the region is a plain column;
+        # compacted every 2 commits, so later lookups read compacted buckets and their new logs
+        {"type": "MERGE_ON_READ", "index": "bucket", "buckets": 4, "compaction": {"max_delta_commits": 2}},
     ],
     ids=["record-level", "bucket"],
 )
@@ -114,6 +121,8 @@ def test_an_index_that_names_files_keeps_partial_updates_and_moves_and_prunes_th
     for reader in (job.rows_spark, job.rows_hudi_rs):
         rows = sorted(({c: r[c] for c in columns} for r in reader("accounts")), key=lambda r: r["id"])
         assert rows == expected, reader.__name__
+    if "compaction" in table:
+        assert _compactions(spark, job.path("accounts")) == 2
     index_folder = tmp_path / "warehouse" / "accounts" / ".hoodie" / "metadata" / "record_index"
     assert index_folder.is_dir() == (table["index"] == "record_level")
 
