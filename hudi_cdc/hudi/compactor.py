@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -31,12 +33,42 @@ def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = Fal
         # (Hudi's HoodieTable.deleteMetadataIndexIfNecessary): the same index settings as the writer
         **index_options(table),
     }
-    rendered = ",".join(f"{k}={v}" for k, v in options.items())
+    # the procedure splits its `options` on commas: a value with one (a composite key's fields)
+    # goes through the session's conf, which the procedure reads just below its options
+    inline, by_session = procedure_options(options)
+    rendered = ",".join(f"{k}={v}" for k, v in inline.items())
     # a table path, never a user string, goes into the statement
     path = table.base_path.replace("'", "")
-    rows = spark.sql(
-        f"call run_compaction(op => 'scheduleAndExecute', path => '{path}', options => '{rendered}')"
-    ).collect()
+    with session_conf(spark, by_session):
+        rows = spark.sql(
+            f"call run_compaction(op => 'scheduleAndExecute', path => '{path}', options => '{rendered}')"
+        ).collect()
     instants = [str(r["timestamp"]) for r in rows]
     log.info("table %s: compacted %s", table.name, instants or "nothing (not due)")
     return {"table": table.name, "compacted": ",".join(instants) or "-", "strategy": options[TRIGGER_STRATEGY]}
+
+
+def procedure_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split a Hudi procedure's options into those its `options` string can carry and those with a comma."""
+    inline = {k: v for k, v in options.items() if "," not in v}
+    return inline, {k: v for k, v in options.items() if k not in inline}
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Set `settings` in the session's SQL conf for the block, then restore what was there.
+
+    The session's `hoodie.*` conf reaches every Hudi call of the session meanwhile: the callers
+    (`hudi-cdc compact`, jobs/compact.py) compact one table at a time and write nothing else.
+    """
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)

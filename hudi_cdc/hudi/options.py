@@ -126,13 +126,11 @@ def index_options(table: TableConfig) -> dict[str, str]:
         # global by construction; without the metadata-table switch the index type alone is refused
         return {INDEX_TYPE: "GLOBAL_RECORD_LEVEL_INDEX", RECORD_INDEX: "true", RECORD_INDEX_UPDATE_PARTITION_PATH: "true"}
     if table.index == "bucket":
-        # partition columns are key columns (TableConfig refuses others): a row never changes partition
-        return {
-            INDEX_TYPE: "BUCKET",
-            BUCKET_ENGINE: "SIMPLE",
-            BUCKET_COUNT: str(table.buckets),
-            BUCKET_HASH_FIELD: ",".join(table.key),
-        }
+        # partition columns are key columns (TableConfig refuses others): a row never changes partition.
+        # Hudi checks the hash field against the record key option wherever the bucket settings go
+        # (writer, reader, the compaction procedure), and fails without it: both travel together.
+        key = ",".join(table.key)
+        return {INDEX_TYPE: "BUCKET", BUCKET_ENGINE: "SIMPLE", BUCKET_COUNT: str(table.buckets), BUCKET_HASH_FIELD: key, RECORD_KEY: key}
     return {INDEX_TYPE: "GLOBAL_SIMPLE" if table.partition_by else "SIMPLE", SIMPLE_INDEX_UPDATE_PARTITION_PATH: "true"}
 
 
@@ -159,7 +157,7 @@ def key_lookup_options(table: TableConfig) -> dict[str, str]:
         return options | {RECORD_INDEX: "true"}
     if table.index == "bucket":
         # the reader knows a bucket table only from these: Hudi keeps none of them in the table
-        return options | index_options(table) | {RECORD_KEY: ",".join(table.key), BUCKET_QUERY_PRUNING: "true"}
+        return options | index_options(table) | {BUCKET_QUERY_PRUNING: "true"}
     return options
 
 

@@ -16,6 +16,7 @@ from pyspark.sql.types import (
 
 from hudi_cdc.config import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.hudi.compactor import procedure_options
 from hudi_cdc.hudi.options import (
     BUCKET_COUNT,
     BUCKET_HASH_FIELD,
@@ -26,9 +27,11 @@ from hudi_cdc.hudi.options import (
     OPERATION,
     RECORD_INDEX,
     RECORD_INDEX_UPDATE_PARTITION_PATH,
+    RECORD_KEY,
     SIMPLE_INDEX_UPDATE_PARTITION_PATH,
     WRITE_TABLE_VERSION,
     index_layout,
+    index_options,
     key_lookup_options,
     trailing_columns,
     write_options,
@@ -136,6 +139,8 @@ def test_a_bucket_index_hashes_the_key_into_the_configured_buckets_and_its_reads
     # a reader knows the buckets only from its options: the write's bucket settings must travel with it
     assert lookup[DATA_SKIPPING] == lookup[BUCKET_QUERY_PRUNING] == "true"
     assert (lookup[INDEX_TYPE], lookup[BUCKET_COUNT], lookup[BUCKET_HASH_FIELD]) == ("BUCKET", "32", "id,region")
+    # Hudi validates the hash field against the record key option: every user of the bucket settings gets both
+    assert index_options(table)[RECORD_KEY] == lookup[RECORD_KEY] == "id,region"
     assert index_layout(table) == "bucket:32"
     assert index_layout(_table(index="bucket")) == "bucket:8"
     assert index_layout(_table(index="record_level")) == "record_level"
@@ -187,3 +192,12 @@ def test_the_stored_row_read_looks_keys_up_only_where_the_stored_key_is_the_valu
 ) -> None:
     schema = StructType([StructField("id", key_type), StructField("region", StringType()), StructField("day", StringType())])
     assert index_lookup_column(_table(**fields), schema) == column
+
+
+def test_a_compaction_procedure_gets_comma_values_through_the_session_conf() -> None:
+    options = index_options(_table(index="bucket", buckets=4, key=["id", "region"], partition_by=["region"]))
+    inline, by_session = procedure_options(options)
+    # the procedure splits its `options` string on commas: a composite key cannot travel in it
+    assert by_session == {BUCKET_HASH_FIELD: "id,region", RECORD_KEY: "id,region"}
+    assert inline == {k: v for k, v in options.items() if k not in by_session} and inline[BUCKET_COUNT] == "4"
+    assert procedure_options(index_options(_table(index="bucket"))) == (index_options(_table(index="bucket")), {})
