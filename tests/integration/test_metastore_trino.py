@@ -104,18 +104,13 @@ def test_trino_reads_bucket_tables_like_spark(
     spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:
     """`index: bucket` tables are ordinary file groups to Trino: COW exact, MOR `_ro` exact once compacted."""
-    job = Job(
-        spark,
-        kafka,
-        tmp_path,
-        [
-            {"name": "accounts", "key": ["id"], "index": "bucket", "buckets": 4},
-            # a composite key: `hudi-cdc compact` cannot pass its fields in the procedure's options
-            {"name": "orders", "key": ["order_id", "account_id"], "type": "MERGE_ON_READ", "index": "bucket",
-             "buckets": 2, "compaction": {"mode": "schedule_only"}},
-        ],
-        metastore_uris=metastore.uri,
-    )  # fmt: skip
+    tables = [
+        {"name": "accounts", "key": ["id"], "index": "bucket", "buckets": 4},
+        # a composite key: `hudi-cdc compact` cannot pass its fields in the procedure's options
+        {"name": "orders", "key": ["order_id", "account_id"], "type": "MERGE_ON_READ", "index": "bucket",
+         "buckets": 2, "compaction": {"mode": "schedule_only"}},
+    ]  # fmt: skip
+    job = Job(spark, kafka, tmp_path, tables, metastore_uris=metastore.uri)
     accounts = _source(job, "accounts", ACCOUNTS, "id")
     orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=ORDERS, key=["order_id", "account_id"])
     created = {i: _account(i, f"o{i}", "eu" if i % 2 else "us", f"{i}.50") for i in range(1, 21)}
