@@ -8,14 +8,17 @@ What Trino 476 (its Hudi connector bundles Hudi 1.0.2) does with tables Hudi 1.2
 - once Hudi has archived instants of the last 3 days into `.hoodie/timeline/history`, every
   query of that table fails (apache/hudi#13994); an empty history folder fails too, which
   `keep_history_listable` avoids.
+Bucket-index tables are read by Trino at versions 9 and 6 and by PrestoDB 0.287 at version 6.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
+from devkit.services.presto import LocalPresto
 from devkit.services.trino import LocalTrino
 from hudi_cdc.config import Compaction, HiveSync, TableConfig, TableType
 from hudi_cdc.hudi import writer
@@ -100,15 +104,18 @@ def test_trino_answers_match_spark_for_cow_and_mor(
     assert trino.query(f"select total from {db}.orders_ro where order_id = 11") == [(Decimal("99.99"),)]
 
 
-def test_trino_reads_bucket_tables_like_spark(
-    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
-) -> None:
-    """`index: bucket` tables are ordinary file groups to Trino: COW exact, MOR `_ro` exact once compacted."""
+# PrestoDB (Hudi 0.14) reads table version 6 only; there it also merges `_rt`'s log files
+@pytest.mark.parametrize("table_version", [9, 6])
+def test_sql_engines_read_bucket_tables_like_spark(
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path,
+    request: pytest.FixtureRequest, table_version: int,
+) -> None:  # fmt: skip
+    """`index: bucket` tables are ordinary file groups to the engines: COW exact, MOR `_ro` exact once compacted."""
     tables = [
-        {"name": "accounts", "key": ["id"], "index": "bucket", "buckets": 4},
+        {"name": "accounts", "key": ["id"], "index": "bucket", "buckets": 4, "table_version": table_version},
         # a composite key: `hudi-cdc compact` cannot pass its fields in the procedure's options
         {"name": "orders", "key": ["order_id", "account_id"], "type": "MERGE_ON_READ", "index": "bucket",
-         "buckets": 2, "compaction": {"mode": "schedule_only"}},
+         "buckets": 2, "compaction": {"mode": "schedule_only"}, "table_version": table_version},
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, tables, metastore_uris=metastore.uri)
     accounts = _source(job, "accounts", ACCOUNTS, "id")
@@ -128,16 +135,25 @@ def test_trino_reads_bucket_tables_like_spark(
     assert batch.hive_sync_lagging == []
 
     db = job.database
+    engines: dict[str, Callable[[str], list[tuple[Any, ...]]]] = {"trino": trino.query}
+    if table_version == 6:
+        presto: LocalPresto = request.getfixturevalue("presto")
+        engines |= {f"presto {c}": functools.partial(presto.query, catalog=c) for c in ("hive", "hudi")}
     spark_accounts = {(r["id"], r["owner"], r["region"], r["balance"]) for r in job.rows_spark("accounts")}
     assert len(spark_accounts) == 19 and (3, "o3-new", "eu", Decimal("7.00")) in spark_accounts
-    assert set(trino.query(f"select id, owner, region, balance from {db}.accounts")) == spark_accounts
-    assert trino.query(f"select owner from {db}.accounts where id = 4") == []
-    assert trino.query(f"select total from {db}.orders_ro where order_id = 5") == [(Decimal("5.00"),)]
-    assert run_compaction(spark, job.config.table("orders"), force=True)["compacted"] != "-"
     spark_orders = {(r["order_id"], r["account_id"], r["total"]) for r in job.rows_spark("orders")}
     assert len(spark_orders) == 20 and (5, 5, Decimal("55.55")) in spark_orders
-    assert set(trino.query(f"select order_id, account_id, total from {db}.orders_ro")) == spark_orders
+    orders_sql = f"select order_id, account_id, total from {db}.orders"
+    for engine, query in engines.items():
+        assert set(query(f"select id, owner, region, balance from {db}.accounts")) == spark_accounts, engine
+        assert query(f"select owner from {db}.accounts where id = 4") == [], engine
+        assert query(f"select total from {db}.orders_ro where order_id = 5") == [(Decimal("5.00"),)], engine
+        if engine.startswith("presto"):
+            assert set(query(f"{orders_sql}_rt")) == spark_orders, engine
+    assert run_compaction(spark, job.config.table("orders"), force=True)["compacted"] != "-"
     assert spark.conf.get(RECORD_KEY, None) is None, "the compaction's session settings are undone"
+    for engine, query in engines.items():
+        assert set(query(f"{orders_sql}_ro")) == spark_orders, engine
 
 
 def test_metastore_outage_loses_nothing_and_sync_recovers(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> None:
