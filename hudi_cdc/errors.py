@@ -145,3 +145,7 @@ class TableFailure(TransientError):
             f"table that cannot be read, stop the job, run `hudi-cdc rebuild-metadata {table}` (Hudi rebuilds "
             "the metadata table from the data files at the next commit) and start again."
         )
+
+
+class RelayoutError(TerminalError):
+    """`hudi-cdc relayout` cannot rewrite the table (none there, nothing committed, no row): names it."""

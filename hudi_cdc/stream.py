@@ -134,7 +134,8 @@ def index_problems(spark: SparkSession, config: Config) -> list[str]:
             problems.append(
                 f"tables.{table.name}.index: the settings ask for {_layout_text(wanted)}, but the table at "
                 f"{table.base_path} was written with {_layout_text(stored)}; a bucket index is fixed when "
-                "the table is created. Restore the table's settings, or write the table anew (new base_path)"
+                "the table is created. Restore the table's settings, or rewrite the table with the new ones: "
+                f"stop the job and run `hudi-cdc relayout {table.name}`"
             )
     return problems
 

@@ -359,6 +359,29 @@ def rebuild_metadata(config_path: str, table: str) -> None:
     output_for(False).message(f"table {table}: metadata table {done}")
 
 
+@cli.command()
+@config_option
+@click.argument("table")
+@catch_errors
+def relayout(config_path: str, table: str) -> None:
+    """Rewrite TABLE's rows with the `index` and `buckets` its config now asks for.
+
+    The way to change a bucket table's buckets, or to move a table to or from `index: bucket`,
+    which the job refuses to do under a written table. Stop the job first. The current rows and the
+    job's position are written anew at the table's path; the table as it was is kept beside it
+    (`<base_path>.before-relayout-<instant>`). Run it again if it was interrupted.
+    """
+    from hudi_cdc.hudi.relayout import relayout as rewrite
+
+    config = load_config(config_path)
+    target = _named_table(config, config_path, table)
+    done = rewrite(_session(config.job.name, "relayout"), target)
+    rows = "rows written earlier" if done.rows is None else f"{done.rows} rows"
+    output_for(False).message(
+        f"table {table}: {done.previous} -> {done.layout}, {rows}; the table as it was: {done.backup or 'moved earlier'}"
+    )
+
+
 def _named_table(config: Config, config_path: str, name: str) -> TableConfig:
     names = [t.name for t in config.tables]
     if name not in names:

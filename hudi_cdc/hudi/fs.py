@@ -94,3 +94,17 @@ def list_files(spark: SparkSession, path: str) -> Iterator[tuple[str, int]]:
     while files.hasNext():
         status = files.next()
         yield str(status.getPath()), int(status.getLen())
+
+
+def rename(spark: SparkSession, source: str, target: str) -> None:
+    """Move a file or folder; fails when `target` exists. On object stores this copies every file."""
+    fs, source_path = open_fs(spark, source)
+    _, target_path = open_fs(spark, target)
+    if fs.exists(target_path) or not fs.rename(source_path, target_path):
+        raise OSError(f"could not move {source} to {target}")
+
+
+def delete(spark: SparkSession, path: str) -> bool:
+    """Delete a file or a folder with everything under it; False when there was nothing."""
+    fs, target = open_fs(spark, path)
+    return bool(fs.exists(target) and fs.delete(target, True))

@@ -15,13 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import DataFrame, SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.cli.console import cli
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.options import key_lookup_options
+from hudi_cdc.hudi.relayout import relayout
 from hudi_cdc.hudi.table import meta_client, read_keys
+from hudi_cdc.hudi.timeline import latest_job_metadata
+from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
 from tests.integration.harness import Job
 
@@ -143,19 +149,84 @@ def test_an_index_that_names_files_keeps_partial_updates_and_moves_and_prunes_th
     ],
     ids=["other-bucket-count", "bucket-to-simple", "simple-to-bucket"],
 )
-def test_a_bucket_layout_cannot_change_under_an_existing_table(
+def test_a_bucket_layout_changes_only_through_relayout(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path, written: dict[str, Any], asked: dict[str, Any]
 ) -> None:
     # Hudi would write on: measured, 4 buckets into an 8-bucket table kept 144 of 300 keys twice
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **written}])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
+    nothing = CliRunner().invoke(cli, ["relayout", "accounts", "--config", str(job.config_file())])
+    assert nothing.exit_code == 1 and f"no Hudi table at {job.path('accounts')}" in nothing.output
     job.produce("accounts", [src.change("r", after=_row(i, f"n{i}", _region(i)), pos=i) for i in range(1, 51)])
     job.run()
     job.tables[0] = {"name": "accounts", "key": ["id"], **asked}
     job.produce("accounts", [src.change("u", after=_row(i, "again", _region(i)), pos=100 + i) for i in range(1, 51)])
     with pytest.raises(ConfigError, match=r"tables\.accounts\.index: .*bucket.* fixed when the table is created"):
         job.run()
-    job.tables[0] = {"name": "accounts", "key": ["id"], **written}
+    done = CliRunner().invoke(cli, ["relayout", "accounts", "--config", str(job.config_file())])
+    assert done.exit_code == 0, done.output
+    assert f"{_layout(written)} -> {_layout(asked)}, 50 rows" in done.output
     job.run()
     rows = job.rows_spark("accounts")
     assert len(rows) == 50 and {r["name"] for r in rows} == {"again"}
+    assert _buckets(job.path("accounts")) == asked.get("buckets", 0)
+
+
+def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = {"name": "accounts", "key": ["id"], "type": "MERGE_ON_READ", "index": "bucket", "buckets": 2}
+    job = Job(spark, kafka, tmp_path, [table])
+    src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
+    snapshot, changes, _, _ = _batches(src)
+    for records in (snapshot, changes):
+        job.produce("accounts", records)
+        job.run()
+    path = job.path("accounts")
+    assert any(".log." in f.name for f in Path(path).iterdir()), "updates and deletes wait in log files"
+    before, committed = _stored(spark, path), latest_job_metadata(spark, path)
+
+    job.tables[0] = table | {"buckets": 4}
+    moves = fs.rename
+    # a crash between moving the table aside and moving its new copy in: no table at its path
+    monkeypatch.setattr(fs, "rename", lambda s, a, b: moves(s, a, b) if a == path else _crash())
+    with pytest.raises(OSError, match="crashed"):
+        relayout(spark, job.config.tables[0])
+    assert not Path(path).exists()
+    monkeypatch.undo()
+    done = relayout(spark, job.config.tables[0])
+    assert (done.rows, done.backup, done.layout) == (None, None, "bucket:4")
+
+    # every stored column, `_cdc_*` state and ingestion times included, and the job's position
+    assert _stored(spark, path) == before and len(before) == KEYS
+    assert latest_job_metadata(spark, path) == committed | {INDEX_KEY: "bucket:4"}
+    assert _buckets(path) == 4
+    (backup,) = (p for p in Path(path).parent.iterdir() if ".before-relayout-" in p.name)
+    assert _stored(spark, str(backup)) == before
+    # the job goes on, and partial updates keep the values stored before the rewrite
+    _, _, again, _ = _batches(src)
+    job.produce("accounts", again)
+    (batch,) = job.run()
+    assert batch.tables[0].upserted_rows == 2
+    rows = {r["id"]: r for r in job.rows_spark("accounts")}
+    assert len(rows) == KEYS and (rows[3]["name"], rows[3]["balance"]) == ("renamed", Decimal("33.00"))
+    assert (rows[4]["name"], rows[4]["balance"]) == ("moved twice", Decimal("4.00"))
+
+
+def _layout(settings: dict[str, Any]) -> str:
+    return f"bucket:{settings['buckets']}" if settings["index"] == "bucket" else str(settings["index"])
+
+
+def _crash() -> None:
+    raise OSError("crashed")
+
+
+def _stored(spark: SparkSession, path: str) -> list[tuple[Any, ...]]:
+    df = spark.read.format("hudi").load(path)
+    return sorted(tuple(r) for r in df.select(*[c for c in df.columns if not c.startswith("_hoodie_")]).collect())
+
+
+def _buckets(path: str) -> int:
+    """Bucket file groups of a bucket table (Hudi names them `<8-digit bucket>-…`); 0 for another index."""
+    groups = {f.name.split("-")[0] for f in Path(path).rglob("*.parquet") if ".hoodie" not in f.parts}
+    return len(groups) if groups == {f"{i:08d}" for i in range(len(groups))} else 0

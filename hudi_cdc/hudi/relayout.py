@@ -1,0 +1,98 @@
+"""Rewrite a table's current rows with the index layout its settings now ask for (`hudi-cdc relayout`).
+
+A bucket table's layout is fixed when it is created: Hudi keeps a key's bucket in file names only,
+so the job refuses a change of `index` or `buckets` under it (`stream.index_problems`). Changing
+them means writing the rows anew, which this does in place, without a new Debezium snapshot:
+
+1. the current rows (a snapshot read: every stored column, the `_cdc_*` state included) are bulk
+   inserted into `<base_path>.relayout` with the table's settings, and with the metadata of the
+   last commit the job made (Kafka ranges, watermark, truncate) and the new layout, so the job
+   resumes where it stopped and still recognizes a batch Spark replays;
+2. the table is moved aside to `<base_path>.before-relayout-<instant>`, kept as the backup;
+3. the new table is moved to `base_path`, where the metastore's table and partitions point.
+
+Run it while no job writes the table. Interrupted, it is finished by running it again: before
+step 2 the staging copy is written anew, after it the last move is made.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from hudi_cdc.config import TableConfig
+from hudi_cdc.errors import RelayoutError
+from hudi_cdc.events import HOODIE_IS_DELETED
+from hudi_cdc.hudi import fs, writer
+from hudi_cdc.hudi.options import OPERATION_BULK_INSERT, index_layout, trailing_columns, write_options
+from hudi_cdc.hudi.table import latest_commit, read_table, table_exists
+from hudi_cdc.hudi.timeline import latest_job_metadata
+from hudi_cdc.offsets import INDEX_KEY
+
+log = logging.getLogger(__name__)
+
+STAGING_SUFFIX = ".relayout"
+BACKUP_SUFFIX = ".before-relayout-"
+
+
+@dataclass(frozen=True)
+class Relayout:
+    """What one `relayout` did."""
+
+    table: str
+    layout: str
+    """The layout written (`hudi.options.index_layout`)."""
+    previous: str
+    """The layout the last job commit recorded ('-' when it recorded none)."""
+    rows: int | None
+    """Rows written (None: written by an earlier, interrupted run)."""
+    backup: str | None
+    """Where the table as it was now lies (None: moved there by an earlier, interrupted run)."""
+
+
+def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
+    """Rewrite `table` at its base path with its configured index and buckets; the old table kept beside it."""
+    base = table.base_path.rstrip("/")
+    staging = base + STAGING_SUFFIX
+    if not fs.exists(spark, base) and table_exists(spark, staging):
+        return _finish(spark, table, staging, base)  # a run stopped between the two moves
+    if not table_exists(spark, base):
+        raise RelayoutError(f"table {table.name}: no Hudi table at {base}")
+    committed = latest_job_metadata(spark, base)
+    if not committed:
+        raise RelayoutError(f"table {table.name}: {base} holds no commit of this job; nothing to carry over")
+    if fs.delete(spark, staging):
+        log.warning("table %s: deleted the staging copy %s an interrupted run left", table.name, staging)
+    rows = read_table(spark, base)
+    assert rows is not None  # the table exists
+    if table.deletes != "soft":
+        rows = rows.withColumn(HOODIE_IS_DELETED, F.lit(False))  # as every write of a hard-delete table
+    written = writer.write(
+        rows,
+        table=table.name,
+        base_path=staging,
+        options=write_options(table, operation=OPERATION_BULK_INSERT, parallelism=spark.sparkContext.defaultParallelism),
+        commit_metadata=committed | {INDEX_KEY: index_layout(table)},
+        trailing_columns=trailing_columns(table),
+    )
+    if written.commit_time is None:
+        raise RelayoutError(
+            f"table {table.name}: {base} holds no row; move it aside and the job creates it anew with its settings"
+        )
+    log.info("table %s: %d rows written to %s (%s)", table.name, written.upserted, staging, index_layout(table))
+    return _finish(spark, table, staging, base, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted)
+
+
+def _finish(
+    spark: SparkSession, table: TableConfig, staging: str, base: str, *, previous: str = "-", rows: int | None = None
+) -> Relayout:
+    backup = None
+    if fs.exists(spark, base):
+        backup = f"{base}{BACKUP_SUFFIX}{latest_commit(spark, base)}"
+        fs.rename(spark, base, backup)
+    fs.rename(spark, staging, base)
+    log.warning("table %s: rewritten with %s; the table as it was is at %s", table.name, index_layout(table), backup)
+    return Relayout(table=table.name, layout=index_layout(table), previous=previous, rows=rows, backup=backup)
