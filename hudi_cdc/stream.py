@@ -104,8 +104,8 @@ def version_problems(spark: SparkSession, config: Config) -> list[str]:
         if stored > table.table_version:
             problems.append(
                 f"tables.{table.name}.table_version: {table.table_version}, but the table at {table.base_path} "
-                f"is at Hudi table version {stored} and Hudi does not downgrade; remove the setting "
-                "or write the table anew (new base_path)"
+                f"is at Hudi table version {stored} and Hudi does not downgrade; remove the setting, or stop "
+                f"the job and run `hudi-cdc relayout {table.name}` to rewrite the table at that version"
             )
         else:
             log.warning(

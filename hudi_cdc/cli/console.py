@@ -364,10 +364,11 @@ def rebuild_metadata(config_path: str, table: str) -> None:
 @click.argument("table")
 @catch_errors
 def relayout(config_path: str, table: str) -> None:
-    """Rewrite TABLE's rows with the `index` and `buckets` its config now asks for.
+    """Rewrite TABLE's rows with the `index`, `buckets` and `table_version` its config now asks for.
 
-    The way to change a bucket table's buckets, or to move a table to or from `index: bucket`,
-    which the job refuses to do under a written table. Stop the job first. The current rows and the
+    The way to change a bucket table's buckets, to move a table to or from `index: bucket`, or to
+    take a version 9 table to `table_version: 6`, which the job refuses under a written table.
+    Stop the job first. The current rows and the
     job's position are written anew at the table's path; the table as it was is kept beside it
     (`<base_path>.before-relayout-<instant>`). Run it again if it was interrupted.
     """

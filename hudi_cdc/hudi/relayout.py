@@ -1,8 +1,9 @@
-"""Rewrite a table's current rows with the index layout its settings now ask for (`hudi-cdc relayout`).
+"""Rewrite a table's current rows with the index and table version its settings now ask for (`hudi-cdc relayout`).
 
 A bucket table's layout is fixed when it is created: Hudi keeps a key's bucket in file names only,
-so the job refuses a change of `index` or `buckets` under it (`stream.index_problems`). Changing
-them means writing the rows anew, which this does in place, without a new Debezium snapshot:
+so the job refuses a change of `index` or `buckets` under it (`stream.index_problems`); and Hudi
+does not downgrade a table's version (`stream.version_problems`). Changing them means writing the
+rows anew, which this does in place, without a new Debezium snapshot:
 
 1. the current rows (a snapshot read: every stored column, the `_cdc_*` state included) are bulk
    inserted into `<base_path>.relayout` with the table's settings, and with the metadata of the
@@ -54,7 +55,7 @@ class Relayout:
 
 
 def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
-    """Rewrite `table` at its base path with its configured index and buckets; the old table kept beside it."""
+    """Rewrite `table` at its base path with its configured settings; the old table kept beside it."""
     base = table.base_path.rstrip("/")
     staging = base + STAGING_SUFFIX
     if not fs.exists(spark, base) and table_exists(spark, staging):

@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
-from hudi_cdc.config import TableConfig, parse_config
-from hudi_cdc.hudi import writer
+from hudi_cdc.cli.console import cli
+from hudi_cdc.config import TableConfig
+from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.compaction import INLINE
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
@@ -37,7 +39,6 @@ from hudi_cdc.hudi.options import (
     write_options,
 )
 from hudi_cdc.hudi.status import table_status
-from hudi_cdc.stream import version_problems
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -176,21 +177,41 @@ def test_presto_reads_version_6_cow_and_mor_snapshots_like_spark(
         assert _presto_rows(presto, catalog, f"{db}.orders_rt", mor_columns, listing) == spark_mor, catalog
 
 
-def test_table_version_6_on_an_existing_version_9_table_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    """Hudi never downgrades: with `table_version: 6` it keeps writing a version-9 table at 9."""
-    config = parse_config({
-        "kafka": {"bootstrap_servers": "127.0.0.1:1"},
-        "job": {"checkpoint_dir": str(tmp_path / "cp"), "dead_letter_path": str(tmp_path / "dl")},
-        "tables": [{"name": "t", "key": ["id"], "base_path": str(tmp_path / "t")}],
-        "routes": [{"topic": "t", "table": "t"}],
-    })  # fmt: skip
-    table = config.table("t")
-    rows = spark.createDataFrame([(1, "a")], "id long, name string")
-    writer.write(rows, table="t", base_path=table.base_path, options=write_options(table), commit_metadata={})
-    assert _table_version(table.base_path) == "9" and version_problems(spark, config) == []
-    as_6 = config.model_copy(update={"tables": [table.model_copy(update={"table_version": 6})]})
-    (problem,) = version_problems(spark, as_6)
-    assert "table_version: 6" in problem and "Hudi table version 9" in problem and "does not downgrade" in problem
+def test_a_version_9_table_turns_version_6_through_relayout_and_presto_reads_its_snapshot(
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
+) -> None:
+    """Hudi never downgrades (with `table_version: 6` it would write a version-9 table on at 9): the
+    job refuses, and `hudi-cdc relayout` rewrites the table at version 6, which PrestoDB reads."""
+    # a bucket table: its updates go to log files, which `_rt` must merge
+    orders_table = {"name": "orders", "key": ["order_id"], "type": "MERGE_ON_READ", "index": "bucket", "buckets": 2,
+                    "compaction": {"mode": "schedule_only"}}  # fmt: skip
+    job = Job(spark, kafka, tmp_path, [orders_table], metastore_uris=metastore.uri)
+    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=ORDERS, key=["order_id"])
+    job.produce("orders", [orders.change("c", after=_order(i, "open", f"{i}0.00"), pos=200 + i) for i in range(1, 10)])
+    job.run()
+    path = job.path("orders")
+    assert _table_version(path) == "9"
+
+    job.tables[0] = orders_table | {"table_version": 6}
+    job.produce("orders", [
+        orders.change("u", after=_order(1, "open", "99.99"), pos=400),
+        orders.change("d", before=_order(3, "open", "30.00"), pos=401),
+    ])  # fmt: skip
+    with pytest.raises(ConfigError, match=r"table_version: 6, .* Hudi table version 9 and Hudi does not downgrade"):
+        job.run()
+    config = str(job.config_file())
+    rewritten = CliRunner().invoke(cli, ["relayout", "orders", "--config", config])
+    assert rewritten.exit_code == 0 and "9 rows" in rewritten.output, rewritten.output
+    assert _table_version(path) == _table_version(f"{path}/.hoodie/metadata") == "6"
+
+    (batch,) = job.run()
+    assert batch.hive_sync_lagging == [] and batch.tables[0].upserted_rows == 1
+    assert _table_version(path) == "6" and any(".log." in f.name for f in Path(path).iterdir())
+    columns = _columns(spark, path)
+    spark_rows = _spark_rows(spark, path, columns)
+    assert len(spark_rows) == 8
+    for catalog in CATALOGS:
+        assert _presto_rows(presto, catalog, f"{job.database}.orders_rt", columns) == spark_rows, catalog
 
 
 # --- archival: PrestoDB keeps reading version-6 tables whose timeline is archived ----------------
