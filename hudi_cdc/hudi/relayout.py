@@ -12,7 +12,8 @@ rows anew, which this does in place, without a new Debezium snapshot:
 2. the table is moved aside to `<base_path>.before-relayout-<instant>`, kept as the backup;
 3. the new table is moved to `base_path`, where the metastore's table and partitions point.
 
-Run it while no job writes the table. Interrupted, it is finished by running it again: before
+Run it while no job writes the table: a commit that lands while the copy is written makes it
+stop before step 2 and change nothing. Interrupted, it is finished by running it again: before
 step 2 the staging copy is written anew, after it the last move is made.
 """
 
@@ -62,6 +63,7 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
         return _finish(spark, table, staging, base)  # a run stopped between the two moves
     if not table_exists(spark, base):
         raise RelayoutError(f"table {table.name}: no Hudi table at {base}")
+    read_through = latest_commit(spark, base)
     committed = latest_job_metadata(spark, base)
     if not committed:
         raise RelayoutError(f"table {table.name}: {base} holds no commit of this job; nothing to carry over")
@@ -82,6 +84,14 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
     if written.commit_time is None:
         raise RelayoutError(
             f"table {table.name}: {base} holds no row; move it aside and the job creates it anew with its settings"
+        )
+    if latest_commit(spark, base) != read_through:
+        # a job wrote on meanwhile: moving the copy in would drop that commit, whose Kafka records
+        # Spark's checkpoint has already passed
+        fs.delete(spark, staging)
+        raise RelayoutError(
+            f"table {table.name}: a commit landed on {base} while it was being rewritten (is a job running?); "
+            "the table was left as it was. Stop the job and run `hudi-cdc relayout` again"
         )
     log.info("table %s: %d rows written to %s (%s)", table.name, written.upserted, staging, index_layout(table))
     return _finish(spark, table, staging, base, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted)

@@ -10,6 +10,7 @@ lookup takes reads by the scan and must keep them too.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,12 @@ from pyspark.sql import DataFrame, SparkSession
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.cli.console import cli
-from hudi_cdc.errors import ConfigError
+from hudi_cdc.errors import ConfigError, RelayoutError
 from hudi_cdc.hudi import fs
+from hudi_cdc.hudi import relayout as relayout_module
 from hudi_cdc.hudi.options import key_lookup_options
 from hudi_cdc.hudi.relayout import relayout
-from hudi_cdc.hudi.table import meta_client, read_keys
+from hudi_cdc.hudi.table import meta_client, read_keys, read_table
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
@@ -187,6 +189,16 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
     before, committed = _stored(spark, path), latest_job_metadata(spark, path)
 
     job.tables[0] = table | {"buckets": 4}
+    # a job that writes on while the copy is written: refused before anything moves
+    job.produce("accounts", [src.change("u", after={"id": 3, "name": "meanwhile", "region": _region(3)}, partial=True, pos=1500)])
+    writing_on = replace(job, tables=[table])
+    monkeypatch.setattr(relayout_module, "read_table", lambda s, p: (writing_on.run(), read_table(s, p))[1])
+    with pytest.raises(RelayoutError, match=r"a commit landed on .* while it was being rewritten"):
+        relayout(spark, job.config.tables[0])
+    monkeypatch.undo()
+    assert sorted(p.name for p in Path(path).parent.iterdir()) == ["accounts"]
+    before, committed = _stored(spark, path), latest_job_metadata(spark, path)
+    assert ("meanwhile", "3.00") in {(r[1], str(r[2])) for r in before}
     moves = fs.rename
     # a crash between moving the table aside and moving its new copy in: no table at its path
     monkeypatch.setattr(fs, "rename", lambda s, a, b: moves(s, a, b) if a == path else _crash())
@@ -209,7 +221,7 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
     (batch,) = job.run()
     assert batch.tables[0].upserted_rows == 2
     rows = {r["id"]: r for r in job.rows_spark("accounts")}
-    assert len(rows) == KEYS and (rows[3]["name"], rows[3]["balance"]) == ("renamed", Decimal("33.00"))
+    assert len(rows) == KEYS and (rows[3]["name"], rows[3]["balance"]) == ("meanwhile", Decimal("33.00"))
     assert (rows[4]["name"], rows[4]["balance"]) == ("moved twice", Decimal("4.00"))
 
 
