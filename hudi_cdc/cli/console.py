@@ -368,9 +368,9 @@ def relayout(config_path: str, table: str) -> None:
 
     The way to change a bucket table's buckets, to move a table to or from `index: bucket`, or to
     take a version 9 table to `table_version: 6`, which the job refuses under a written table.
-    Stop the job first. The current rows and the
-    job's position are written anew at the table's path; the table as it was is kept beside it
-    (`<base_path>.before-relayout-<instant>`). Run it again if it was interrupted.
+    Stop the job first. The current rows and the job's position are written anew at the table's
+    path; the table as it was is kept beside it (`<base_path>.before-relayout-<instant>`). Run it
+    again if it was interrupted.
     """
     from hudi_cdc.hudi.relayout import relayout as rewrite
 

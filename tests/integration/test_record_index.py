@@ -186,7 +186,6 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
         job.run()
     path = job.path("accounts")
     assert any(".log." in f.name for f in Path(path).iterdir()), "updates and deletes wait in log files"
-    before, committed = _stored(spark, path), latest_job_metadata(spark, path)
 
     job.tables[0] = table | {"buckets": 4}
     # a job that writes on while the copy is written: refused before anything moves
