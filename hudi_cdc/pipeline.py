@@ -28,10 +28,10 @@ from hudi_cdc.avro.wire import avro_as_json, uses_avro
 from hudi_cdc.collapse import FoldResult, Truncation, fold
 from hudi_cdc.config import Config, TableConfig
 from hudi_cdc.decode import DecodeResult, decode
-from hudi_cdc.errors import CdcError, SchemaChangeError, TableFailure
+from hudi_cdc.errors import CdcError, RelayoutError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
-from hudi_cdc.hudi import timeline, writer
+from hudi_cdc.hudi import relayout, timeline, writer
 from hudi_cdc.hudi.options import (
     heartbeat_expiry_seconds,
     index_layout,
@@ -268,6 +268,8 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
     spark = records.sparkSession
     stored = read_table(spark, table.base_path)
+    if stored is None and (problem := relayout.unfinished(spark, table)):
+        raise RelayoutError(problem)
     committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
     read, kafka = received.read, received.kafka
     if _committed_already(committed, kafka, ctx):

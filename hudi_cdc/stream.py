@@ -24,6 +24,7 @@ from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import CdcError, ConfigError, KafkaLostError
 from hudi_cdc.failures import kafka_fault
+from hudi_cdc.hudi import relayout
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.hudi.options import BUCKET_LAYOUT, index_layout
 from hudi_cdc.hudi.recovery import recover_table_config
@@ -77,7 +78,9 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
        A lower one is upgraded at the next commit (measured: 6 -> 9), logged as a warning.
     5. A table's bucket index and its number of buckets are what its files were written with
        (`index_problems`).
-    6. Kafka answers within `kafka.connect_timeout`.
+    6. No `hudi-cdc relayout` stopped between moving a table aside and moving its copy in
+       (`hudi.relayout.unfinished`; each batch checks it again before creating a table).
+    7. Kafka answers within `kafka.connect_timeout`.
     """
     from hudi_cdc.spark_session import hadoop_conf, jvm
 
@@ -89,6 +92,7 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     for table in config.tables:
         recover_table_config(spark, table.base_path)
     problems = version_problems(spark, config) + index_problems(spark, config)
+    problems += [p for p in (relayout.unfinished(spark, table) for table in config.tables) if p]
     if problems:
         raise ConfigError(source, problems)
     kafka_check.check_reachable(config.kafka)

@@ -14,7 +14,10 @@ rows anew, which this does in place, without a new Debezium snapshot:
 
 Run it while no job writes the table: a commit that lands while the copy is written makes it
 stop before step 2 and change nothing. Interrupted, it is finished by running it again: before
-step 2 the staging copy is written anew, after it the last move is made.
+step 2 the staging copy is written anew, after it the last move is made. Between the two moves
+there is no table at `base_path`, and a job started then would create one from its next batch:
+the job refuses to (`unfinished`), and a rerun that finds a table created there anyway stops
+rather than overwrite either.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from hudi_cdc.hudi import fs, writer
 from hudi_cdc.hudi.options import OPERATION_BULK_INSERT, index_layout, trailing_columns, write_options
 from hudi_cdc.hudi.table import latest_commit, read_table, table_exists
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.offsets import INDEX_KEY
+from hudi_cdc.offsets import INDEX_KEY, SOURCE_INSTANT_KEY
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +58,43 @@ class Relayout:
     """Where the table as it was now lies (None: moved there by an earlier, interrupted run)."""
 
 
+def unfinished(spark: SparkSession, table: TableConfig) -> str | None:
+    """What is wrong when a relayout of `table` stopped between its two moves, else None.
+
+    Then the table lies at its backup path and its copy at the staging path; a job writing to
+    the empty base path would create a new table there, without the copy's rows.
+    """
+    base = table.base_path.rstrip("/")
+    staging = base + STAGING_SUFFIX
+    if table_exists(spark, base) or not fs.exists(spark, staging):
+        return None
+    moved_aside = _moved_aside(spark, staging)
+    if moved_aside is None:
+        return None
+    return (
+        f"table {table.name}: a `hudi-cdc relayout` moved the table to {moved_aside} and stopped before it "
+        f"moved the rewritten copy {staging} to {base}; run `hudi-cdc relayout {table.name}` to finish it "
+        "before the job writes the table"
+    )
+
+
 def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
     """Rewrite `table` at its base path with its configured settings; the old table kept beside it."""
     base = table.base_path.rstrip("/")
     staging = base + STAGING_SUFFIX
-    if not fs.exists(spark, base) and table_exists(spark, staging):
-        return _finish(spark, table, staging, base)  # a run stopped between the two moves
+    moved_aside = _moved_aside(spark, staging)
+    if moved_aside is not None:  # a run stopped between the two moves
+        if not fs.exists(spark, base):
+            return _finish(spark, table, staging, base)
+        raise RelayoutError(
+            f"table {table.name}: an earlier relayout moved the table to {moved_aside} and stopped before it "
+            f"moved its rewritten copy {staging} in; the table now at {base} was created after that (by a job "
+            "that ran meanwhile) and holds only the changes of the Kafka records after the copy's position. "
+            "Nothing was changed. To keep every change: stop the job, move the table at the base path aside, "
+            f"run `hudi-cdc relayout {table.name}` again to move the copy in, and let the job read those "
+            "records again (a new `job.checkpoint_dir` with `kafka.starting_offsets: earliest`: a change applies "
+            "by its source order, so the changes the copy already holds change nothing)"
+        )
     if not table_exists(spark, base):
         raise RelayoutError(f"table {table.name}: no Hudi table at {base}")
     read_through = latest_commit(spark, base)
@@ -78,7 +112,7 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
         table=table.name,
         base_path=staging,
         options=write_options(table, operation=OPERATION_BULK_INSERT, parallelism=spark.sparkContext.defaultParallelism),
-        commit_metadata=committed | {INDEX_KEY: index_layout(table)},
+        commit_metadata=committed | {INDEX_KEY: index_layout(table), SOURCE_INSTANT_KEY: str(read_through)},
         trailing_columns=trailing_columns(table),
     )
     if written.commit_time is None:
@@ -97,12 +131,23 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
     return _finish(spark, table, staging, base, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted)
 
 
+def _moved_aside(spark: SparkSession, staging: str) -> str | None:
+    """The backup path of the table a complete staging copy was written from, if it was moved there."""
+    source = latest_job_metadata(spark, staging).get(SOURCE_INSTANT_KEY) if table_exists(spark, staging) else None
+    backup = _backup_path(staging.removesuffix(STAGING_SUFFIX), source) if source else None
+    return backup if backup is not None and fs.exists(spark, backup) else None
+
+
+def _backup_path(base: str, instant: str) -> str:
+    return f"{base}{BACKUP_SUFFIX}{instant}"
+
+
 def _finish(
     spark: SparkSession, table: TableConfig, staging: str, base: str, *, previous: str = "-", rows: int | None = None
 ) -> Relayout:
     backup = None
     if fs.exists(spark, base):
-        backup = f"{base}{BACKUP_SUFFIX}{latest_commit(spark, base)}"
+        backup = _backup_path(base, str(latest_commit(spark, base)))
         fs.rename(spark, base, backup)
     fs.rename(spark, staging, base)
     log.warning("table %s: rewritten with %s; the table as it was is at %s", table.name, index_layout(table), backup)

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
+from hudi_cdc import stream
 from hudi_cdc.cli.console import cli
 from hudi_cdc.errors import ConfigError, RelayoutError
 from hudi_cdc.hudi import fs
@@ -29,7 +30,7 @@ from hudi_cdc.hudi.options import key_lookup_options
 from hudi_cdc.hudi.relayout import relayout
 from hudi_cdc.hudi.table import meta_client, read_keys, read_table
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.offsets import INDEX_KEY
+from hudi_cdc.offsets import INDEX_KEY, SOURCE_INSTANT_KEY
 from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
 from tests.integration.harness import Job
 
@@ -205,23 +206,43 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
         relayout(spark, job.config.tables[0])
     assert not Path(path).exists()
     monkeypatch.undo()
+
+    # meanwhile the job refuses to create a table there: at start, and in a batch (a job started before)
+    job.produce("accounts", [src.change("u", after={"id": 6, "name": "while away", "region": _region(6)}, partial=True, pos=1600)])
+    with pytest.raises(ConfigError, match=r"stopped before it moved .* run `hudi-cdc relayout accounts` to finish"):
+        job.run()
+    monkeypatch.setattr(stream, "preflight", lambda *args, **kwargs: None)
+    with pytest.raises(RelayoutError, match=r"run `hudi-cdc relayout accounts` to finish it before the job writes"):
+        job.run()
+    assert not Path(path).exists()
+    # a table created there anyway (by a job that raced the moves): a rerun overwrites neither
+    monkeypatch.setattr(relayout_module, "unfinished", lambda spark, table: None)
+    job.run()
+    monkeypatch.undo()
+    with pytest.raises(RelayoutError, match=r"was created after that .* Nothing was changed"):
+        relayout(spark, job.config.tables[0])
+    (backup,) = (p for p in Path(path).parent.iterdir() if ".before-relayout-" in p.name)
+    assert sorted(p.name for p in Path(path).parent.iterdir()) == sorted(["accounts", "accounts.relayout", backup.name])
+
+    # the way out the error names: move that table aside, finish, read the topic again from the start
+    Path(path).rename(Path(path).with_name("accounts.created-meanwhile"))
     done = relayout(spark, job.config.tables[0])
     assert (done.rows, done.backup, done.layout) == (None, None, "bucket:4")
-
     # every stored column, `_cdc_*` state and ingestion times included, and the job's position
     assert _stored(spark, path) == before and len(before) == KEYS
-    assert latest_job_metadata(spark, path) == committed | {INDEX_KEY: "bucket:4"}
+    source = backup.name.split(".before-relayout-")[1]
+    assert latest_job_metadata(spark, path) == committed | {INDEX_KEY: "bucket:4", SOURCE_INSTANT_KEY: source}
     assert _buckets(path) == 4
-    (backup,) = (p for p in Path(path).parent.iterdir() if ".before-relayout-" in p.name)
     assert _stored(spark, str(backup)) == before
     # the job goes on, and partial updates keep the values stored before the rewrite
     _, _, again, _ = _batches(src)
     job.produce("accounts", again)
-    (batch,) = job.run()
-    assert batch.tables[0].upserted_rows == 2
+    replace(job, checkpoint="cp-again").run()
     rows = {r["id"]: r for r in job.rows_spark("accounts")}
     assert len(rows) == KEYS and (rows[3]["name"], rows[3]["balance"]) == ("meanwhile", Decimal("33.00"))
     assert (rows[4]["name"], rows[4]["balance"]) == ("moved twice", Decimal("4.00"))
+    assert (rows[6]["name"], rows[6]["balance"]) == ("while away", Decimal("6.00"))
+    assert 5 not in rows
 
 
 def _layout(settings: dict[str, Any]) -> str:
