@@ -20,8 +20,6 @@ TRUNCATE_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
 INDEX_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "index"
 """The index that shapes the table's files (`hudi.options.index_layout`); Hudi keeps no record of a bucket index."""
-SOURCE_INSTANT_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "relayout_of"
-"""On a `hudi-cdc relayout` commit: the last instant of the table it rewrote (`hudi.relayout`)."""
 
 
 @dataclass(frozen=True)

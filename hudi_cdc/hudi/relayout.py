@@ -13,11 +13,14 @@ rows anew, which this does in place, without a new Debezium snapshot:
 3. the new table is moved to `base_path`, where the metastore's table and partitions point.
 
 Run it while no job writes the table: a commit that lands while the copy is written makes it
-stop before step 2 and change nothing. Interrupted, it is finished by running it again: before
-step 2 the staging copy is written anew, after it the last move is made. Between the two moves
-there is no table at `base_path`, and a job started then would create one from its next batch:
-the job refuses to (`unfinished`), and a rerun that finds a table created there anyway stops
-rather than overwrite either.
+stop before step 2 and change nothing. Before step 2 it leaves `<base_path>.relayout-moving`,
+naming the backup path, and removes it after step 3. Interrupted, it is finished by running it
+again: without that file the staging copy is written anew; with it the moves are finished, and
+while it lies there the job refuses to write the table (`unfinished`): between the two moves a
+job would otherwise create a new table at `base_path` from its next batch, without the copy's
+rows. On object stores a move copies file by file, so a crash can leave a move half done: the
+rerun then finds a table at both ends of a move and stops, changing nothing, as it does when
+a table was created at `base_path` anyway.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ from hudi_cdc.hudi import fs, writer
 from hudi_cdc.hudi.options import OPERATION_BULK_INSERT, index_layout, trailing_columns, write_options
 from hudi_cdc.hudi.table import latest_commit, read_table, table_exists
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.offsets import INDEX_KEY, SOURCE_INSTANT_KEY
+from hudi_cdc.offsets import INDEX_KEY
 
 log = logging.getLogger(__name__)
 
 STAGING_SUFFIX = ".relayout"
 BACKUP_SUFFIX = ".before-relayout-"
+MOVING_SUFFIX = ".relayout-moving"
+"""A file that lies beside the base path while the moves are under way; it holds the backup path."""
 
 
 @dataclass(frozen=True)
@@ -59,22 +64,18 @@ class Relayout:
 
 
 def unfinished(spark: SparkSession, table: TableConfig) -> str | None:
-    """What is wrong when a relayout of `table` stopped between its two moves, else None.
+    """What is wrong when a relayout of `table` stopped during its moves, else None.
 
-    Then the table lies at its backup path and its copy at the staging path; a job writing to
+    Then the table may lie at its backup path and its copy at the staging path; a job writing to
     the empty base path would create a new table there, without the copy's rows.
     """
     base = table.base_path.rstrip("/")
-    staging = base + STAGING_SUFFIX
-    if table_exists(spark, base) or not fs.exists(spark, staging):
-        return None
-    moved_aside = _moved_aside(spark, staging)
-    if moved_aside is None:
+    if not fs.exists(spark, base + MOVING_SUFFIX):
         return None
     return (
-        f"table {table.name}: a `hudi-cdc relayout` moved the table to {moved_aside} and stopped before it "
-        f"moved the rewritten copy {staging} to {base}; run `hudi-cdc relayout {table.name}` to finish it "
-        "before the job writes the table"
+        f"table {table.name}: a `hudi-cdc relayout` stopped while it moved the table aside and its rewritten "
+        f"copy {base}{STAGING_SUFFIX} in ({base}{MOVING_SUFFIX} is left); run `hudi-cdc relayout {table.name}` "
+        "to finish it before the job writes the table"
     )
 
 
@@ -82,19 +83,9 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
     """Rewrite `table` at its base path with its configured settings; the old table kept beside it."""
     base = table.base_path.rstrip("/")
     staging = base + STAGING_SUFFIX
-    moved_aside = _moved_aside(spark, staging)
-    if moved_aside is not None:  # a run stopped between the two moves
-        if not fs.exists(spark, base):
-            return _finish(spark, table, staging, base)
-        raise RelayoutError(
-            f"table {table.name}: an earlier relayout moved the table to {moved_aside} and stopped before it "
-            f"moved its rewritten copy {staging} in; the table now at {base} was created after that (by a job "
-            "that ran meanwhile) and holds only the changes of the Kafka records after the copy's position. "
-            "Nothing was changed. To keep every change: stop the job, move the table at the base path aside, "
-            f"run `hudi-cdc relayout {table.name}` again to move the copy in, and let the job read those "
-            "records again (a new `job.checkpoint_dir` with `kafka.starting_offsets: earliest`: a change applies "
-            "by its source order, so the changes the copy already holds change nothing)"
-        )
+    backup = fs.read_text(spark, base + MOVING_SUFFIX)
+    if backup is not None:  # a run stopped during the moves
+        return _resume_moves(spark, table, staging, base, backup.strip())
     if not table_exists(spark, base):
         raise RelayoutError(f"table {table.name}: no Hudi table at {base}")
     read_through = latest_commit(spark, base)
@@ -112,7 +103,7 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
         table=table.name,
         base_path=staging,
         options=write_options(table, operation=OPERATION_BULK_INSERT, parallelism=spark.sparkContext.defaultParallelism),
-        commit_metadata=committed | {INDEX_KEY: index_layout(table), SOURCE_INSTANT_KEY: str(read_through)},
+        commit_metadata=committed | {INDEX_KEY: index_layout(table)},
         trailing_columns=trailing_columns(table),
     )
     if written.commit_time is None:
@@ -128,27 +119,43 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
             "the table was left as it was. Stop the job and run `hudi-cdc relayout` again"
         )
     log.info("table %s: %d rows written to %s (%s)", table.name, written.upserted, staging, index_layout(table))
-    return _finish(spark, table, staging, base, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted)
+    backup = f"{base}{BACKUP_SUFFIX}{read_through}"
+    fs.write_text(spark, base + MOVING_SUFFIX, backup)
+    return _move(spark, table, staging, base, backup, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted)
 
 
-def _moved_aside(spark: SparkSession, staging: str) -> str | None:
-    """The backup path of the table a complete staging copy was written from, if it was moved there."""
-    source = latest_job_metadata(spark, staging).get(SOURCE_INSTANT_KEY) if table_exists(spark, staging) else None
-    backup = _backup_path(staging.removesuffix(STAGING_SUFFIX), source) if source else None
-    return backup if backup is not None and fs.exists(spark, backup) else None
+def _resume_moves(spark: SparkSession, table: TableConfig, staging: str, base: str, backup: str) -> Relayout:
+    """Finish the moves of an interrupted run, or stop where finishing could lose rows."""
+    if not fs.exists(spark, backup):  # the table was not moved yet
+        return _move(spark, table, staging, base, backup)
+    if not fs.exists(spark, base) and table_exists(spark, staging):
+        return _move(spark, table, staging, base, None)
+    raise RelayoutError(
+        f"table {table.name}: an earlier relayout stopped while it moved the table to {backup} and the "
+        f"rewritten copy {staging} to {base}, and {base} holds files again: either a move was left half done "
+        "(object stores move file by file) or a job created a new table there after the table was moved aside "
+        "(it then holds only the changes of Kafka records after the copy's position). Nothing was changed. "
+        f"A half-done move: finish it by hand, then run `hudi-cdc relayout {table.name}` again. A new table: "
+        "stop the job, move it aside, run the command again to move the copy in, and let the job read the "
+        "topic again (a new `job.checkpoint_dir` with `kafka.starting_offsets: earliest`: a change applies by "
+        "its source order, so the changes the copy already holds change nothing)"
+    )
 
 
-def _backup_path(base: str, instant: str) -> str:
-    return f"{base}{BACKUP_SUFFIX}{instant}"
-
-
-def _finish(
-    spark: SparkSession, table: TableConfig, staging: str, base: str, *, previous: str = "-", rows: int | None = None
+def _move(
+    spark: SparkSession,
+    table: TableConfig,
+    staging: str,
+    base: str,
+    backup: str | None,
+    *,
+    previous: str = "-",
+    rows: int | None = None,
 ) -> Relayout:
-    backup = None
-    if fs.exists(spark, base):
-        backup = _backup_path(base, str(latest_commit(spark, base)))
+    """Steps 2 and 3 (step 2 skipped when `backup` is None: done by an earlier run), then the marker goes."""
+    if backup is not None:
         fs.rename(spark, base, backup)
     fs.rename(spark, staging, base)
+    fs.delete(spark, base + MOVING_SUFFIX)
     log.warning("table %s: rewritten with %s; the table as it was is at %s", table.name, index_layout(table), backup)
     return Relayout(table=table.name, layout=index_layout(table), previous=previous, rows=rows, backup=backup)

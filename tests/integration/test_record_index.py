@@ -30,7 +30,7 @@ from hudi_cdc.hudi.options import key_lookup_options
 from hudi_cdc.hudi.relayout import relayout
 from hudi_cdc.hudi.table import meta_client, read_keys, read_table
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.offsets import INDEX_KEY, SOURCE_INSTANT_KEY
+from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
 from tests.integration.harness import Job
 
@@ -200,6 +200,14 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
     before, committed = _stored(spark, path), latest_job_metadata(spark, path)
     assert ("meanwhile", "3.00") in {(r[1], str(r[2])) for r in before}
     moves = fs.rename
+    # a crash at the first move: the table stays, but the job may not write it until the moves are done
+    monkeypatch.setattr(fs, "rename", lambda s, a, b: _crash())
+    with pytest.raises(OSError, match="crashed"):
+        relayout(spark, job.config.tables[0])
+    monkeypatch.undo()
+    assert _stored(spark, path) == before
+    with pytest.raises(ConfigError, match=r"stopped while it moved .* run `hudi-cdc relayout accounts` to finish"):
+        job.run()
     # a crash between moving the table aside and moving its new copy in: no table at its path
     monkeypatch.setattr(fs, "rename", lambda s, a, b: moves(s, a, b) if a == path else _crash())
     with pytest.raises(OSError, match="crashed"):
@@ -209,7 +217,7 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
 
     # meanwhile the job refuses to create a table there: at start, and in a batch (a job started before)
     job.produce("accounts", [src.change("u", after={"id": 6, "name": "while away", "region": _region(6)}, partial=True, pos=1600)])
-    with pytest.raises(ConfigError, match=r"stopped before it moved .* run `hudi-cdc relayout accounts` to finish"):
+    with pytest.raises(ConfigError, match=r"stopped while it moved .* run `hudi-cdc relayout accounts` to finish"):
         job.run()
     monkeypatch.setattr(stream, "preflight", lambda *args, **kwargs: None)
     with pytest.raises(RelayoutError, match=r"run `hudi-cdc relayout accounts` to finish it before the job writes"):
@@ -219,10 +227,11 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
     monkeypatch.setattr(relayout_module, "unfinished", lambda spark, table: None)
     job.run()
     monkeypatch.undo()
-    with pytest.raises(RelayoutError, match=r"was created after that .* Nothing was changed"):
+    with pytest.raises(RelayoutError, match=r"holds files again: .* Nothing was changed"):
         relayout(spark, job.config.tables[0])
     (backup,) = (p for p in Path(path).parent.iterdir() if ".before-relayout-" in p.name)
-    assert sorted(p.name for p in Path(path).parent.iterdir()) == sorted(["accounts", "accounts.relayout", backup.name])
+    left = ["accounts", "accounts.relayout", "accounts.relayout-moving", backup.name]
+    assert sorted(p.name for p in Path(path).parent.iterdir() if not p.name.startswith(".")) == sorted(left)
 
     # the way out the error names: move that table aside, finish, read the topic again from the start
     Path(path).rename(Path(path).with_name("accounts.created-meanwhile"))
@@ -230,8 +239,8 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
     assert (done.rows, done.backup, done.layout) == (None, None, "bucket:4")
     # every stored column, `_cdc_*` state and ingestion times included, and the job's position
     assert _stored(spark, path) == before and len(before) == KEYS
-    source = backup.name.split(".before-relayout-")[1]
-    assert latest_job_metadata(spark, path) == committed | {INDEX_KEY: "bucket:4", SOURCE_INSTANT_KEY: source}
+    assert latest_job_metadata(spark, path) == committed | {INDEX_KEY: "bucket:4"}
+    assert not Path(path).with_name("accounts.relayout-moving").exists()
     assert _buckets(path) == 4
     assert _stored(spark, str(backup)) == before
     # the job goes on, and partial updates keep the values stored before the rewrite
