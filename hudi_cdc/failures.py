@@ -62,6 +62,10 @@ thrown there, seen from its innermost Hudi frame, is the table's: e.g. Hudi 1.2.
 ArrayIndexOutOfBoundsException in HoodieMetadataPayload when the metadata table compacts in
 the middle of a commit (BENCHMARKS.md, ninth round)."""
 
+TABLE_CONFIG_CHECK = "org.apache.hudi.HoodieWriterUtils"
+"""Where Hudi compares a write's options with the table's `hoodie.properties` and refuses a
+conflict (a changed key, partition columns or type): the settings are at fault, never a record."""
+
 KAFKA_PACKAGE = "org.apache.kafka."
 """The Kafka client's exceptions (TimeoutException, a broker gone...): Kafka failed, no record did."""
 
@@ -88,6 +92,8 @@ def environment_fault(exc: BaseException) -> str | None:
         if STORAGE_ROOTS & set(lineage):
             return f"the storage failed ({lineage[0]}: {root.getMessage()})"
         frame = _innermost_hudi_frame(root)
+        if frame is not None and frame.startswith(TABLE_CONFIG_CHECK):
+            return f"Hudi refused the table's settings ({str(root.getMessage() or '').splitlines()[0]})"
         if frame is not None and frame.startswith(TABLE_PACKAGES):
             return f"Hudi failed maintaining the table ({lineage[0]} in {frame})"
     except Exception:  # the JVM is gone: nothing to tell by

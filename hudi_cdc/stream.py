@@ -28,7 +28,7 @@ from hudi_cdc.hudi import relayout
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.hudi.options import BUCKET_LAYOUT, index_layout
 from hudi_cdc.hudi.recovery import recover_table_config
-from hudi_cdc.hudi.table import table_exists, table_version
+from hudi_cdc.hudi.table import created_with, table_exists, table_version
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.offsets import INDEX_KEY
@@ -76,8 +76,8 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     4. No existing table is at a higher Hudi table version than its `table_version` (Hudi never
        downgrades: measured, a version-9 table keeps being written at 9 with `table_version: 6`).
        A lower one is upgraded at the next commit (measured: 6 -> 9), logged as a warning.
-    5. A table's bucket index and its number of buckets are what its files were written with
-       (`index_problems`).
+    5. A table's key, partition columns and type are those it was created with (`shape_problems`),
+       and its bucket index and number of buckets those its files were written with (`index_problems`).
     6. No `hudi-cdc relayout` stopped between moving a table aside and moving its copy in
        (`hudi.relayout.unfinished`; each batch checks it again before creating a table).
     7. Kafka answers within `kafka.connect_timeout`.
@@ -91,7 +91,7 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
     for table in config.tables:
         recover_table_config(spark, table.base_path)
-    problems = version_problems(spark, config) + index_problems(spark, config)
+    problems = version_problems(spark, config) + shape_problems(spark, config) + index_problems(spark, config)
     problems += [p for p in (relayout.unfinished(spark, table) for table in config.tables) if p]
     if problems:
         raise ConfigError(source, problems)
@@ -118,6 +118,36 @@ def version_problems(spark: SparkSession, config: Config) -> list[str]:
                 table.name, stored, table.table_version,
             )  # fmt: skip
     return problems
+
+
+def shape_problems(spark: SparkSession, config: Config) -> list[str]:
+    """Tables whose `key`, `partition_by` or `type` differ from what their Hudi table was created with.
+
+    Hudi fixes them in `hoodie.properties` and refuses every write that asks for others ("Config
+    conflict"); the job would stop on every batch (measured: before this check, each record was
+    isolated alone and dead-lettered).
+    """
+    problems = []
+    for table in config.tables:
+        created = created_with(spark, table.base_path)
+        if created is None:
+            continue
+        asked = {"key": tuple(table.key), "partition_by": tuple(table.partition_by), "type": table.type}
+        for field, value in asked.items():
+            stored = getattr(created, field)
+            if value != stored:
+                problems.append(
+                    f"tables.{table.name}.{field}: the settings ask for {_shown(value)}, but the table at "
+                    f"{table.base_path} was created with {_shown(stored)}, and Hudi fixes a table's key, "
+                    "partition columns and type when it creates it. Restore the setting, or land the table anew "
+                    "under another base_path and hive table, from the start of its topic (a new "
+                    "`job.checkpoint_dir` with `kafka.starting_offsets: earliest`) or from a new Debezium snapshot"
+                )
+    return problems
+
+
+def _shown(value: str | tuple[str, ...]) -> str:
+    return value if isinstance(value, str) else "[" + ", ".join(value) + "]"
 
 
 def index_problems(spark: SparkSession, config: Config) -> list[str]:

@@ -7,6 +7,7 @@ details are in `hudi/timeline.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -37,6 +38,35 @@ def table_version(spark: SparkSession, base_path: str) -> int | None:
     if not table_exists(spark, base_path):
         return None
     return int(meta_client(spark, base_path).getTableConfig().getTableVersion().versionCode())
+
+
+@dataclass(frozen=True)
+class CreatedWith:
+    """What Hudi fixed in a table's `hoodie.properties` when it created it."""
+
+    key: tuple[str, ...]
+    partition_by: tuple[str, ...]
+    type: str
+    """COPY_ON_WRITE or MERGE_ON_READ."""
+
+
+def created_with(spark: SparkSession, base_path: str) -> CreatedWith | None:
+    """The key, partition columns and type the table at `base_path` was created with, or None for no table."""
+    if not table_exists(spark, base_path):
+        return None
+    config = meta_client(spark, base_path).getTableConfig()
+    key = config.getRecordKeyFieldProp()
+    # Hudi 1.x may keep a partition field's key generator type after a colon (`region:simple`)
+    partitions = config.getPartitionFieldProp()
+    return CreatedWith(
+        key=_fields(key),
+        partition_by=tuple(field.split(":")[0] for field in _fields(partitions)),
+        type=str(config.getTableType().name()),
+    )
+
+
+def _fields(prop: Any) -> tuple[str, ...]:
+    return tuple(field.strip() for field in str(prop or "").split(",") if field.strip())
 
 
 def meta_client(spark: SparkSession, base_path: str) -> Any:

@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
+from devkit.debezium import DebeziumTable
 from devkit.services.kafka import LocalKafka
+from hudi_cdc import stream
 from hudi_cdc.cli.console import cli
-from hudi_cdc.errors import TableFailure
+from hudi_cdc.errors import ConfigError, TableFailure
 from tests.integration.harness import Job
-from tests.integration.test_bad_records import _row, _source
+from tests.integration.test_bad_records import COLUMNS, _row, _source
 
 pytestmark = pytest.mark.integration
 
@@ -133,3 +135,50 @@ def test_storage_that_refuses_writes_stops_the_job_and_the_batch_is_applied_once
     (metrics,) = batch.tables
     assert (metrics.read, metrics.applied, metrics.dead_letter, metrics.isolated) == (4, 4, 0, 0)
     assert [r["id"] for r in job.rows_spark("accounts")] == [10, 11, 12, 13, 20, 21, 22, 23]
+
+
+def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_letters(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hudi fixes a table's key, partition columns and type when it creates it. Before the start
+    check, a batch after such a change had every record isolated and dead-lettered."""
+    created = [{"name": name, "key": ["id"]} for name in ("keyed", "partitioned", "typed")]
+    changed = [
+        created[0] | {"key": ["id", "name"]},
+        created[1] | {"partition_by": ["name"]},
+        created[2] | {"type": "MERGE_ON_READ"},
+    ]
+    job = Job(spark, kafka, tmp_path, list(created))
+    sources = {
+        t["name"]: DebeziumTable(server=f"srv{job.suffix}", database="db", table=t["name"], columns=COLUMNS, key=["id"])
+        for t in created
+    }
+    for name, src in sources.items():
+        job.produce(name, [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(3)])
+    job.run()
+    before = {name: job.rows_spark(name) for name in sources}
+
+    job.tables[:] = changed
+    for name, src in sources.items():
+        job.produce(name, [src.change("u", after=_row(i, f"m{i}", "2.00"), pos=200 + i) for i in range(3)])
+    with pytest.raises(ConfigError) as refused:
+        job.run()
+    message = str(refused.value)
+    assert "tables.keyed.key: the settings ask for [id, name], but the table at" in message
+    assert "was created with [id]" in message
+    assert "tables.partitioned.partition_by: the settings ask for [name]" in message and "created with []" in message
+    assert "tables.typed.type: the settings ask for MERGE_ON_READ" in message and "created with COPY_ON_WRITE" in message
+
+    # past the start check (a job started before the change reached it): Hudi's refusal stops the
+    # table, as the table's fault, and no record is dead-lettered
+    monkeypatch.setattr(stream, "preflight", lambda *args, **kwargs: None)
+    with pytest.raises(TableFailure, match="Hudi refused the table's settings") as failed:
+        job.run()
+    assert "No record was dead-lettered" in str(failed.value)
+    assert not (tmp_path / "dead_letter").exists()
+    assert {name: job.rows_spark(name) for name in sources} == before
+
+    job.tables[:] = created  # restored: the job applies the updates it kept
+    job.run()
+    for name in sources:
+        assert [(r["id"], r["name"]) for r in job.rows_spark(name)] == [(i, f"m{i}") for i in range(3)]
