@@ -99,6 +99,25 @@ class KafkaLostError(TransientError):
         )
 
 
+class KafkaDataLossError(TerminalError):
+    """Kafka no longer holds records the checkpoint has not applied, and `kafka.fail_on_data_loss` is on."""
+
+    def __init__(self, findings: list[str], *, tables: list[str]) -> None:
+        self.findings = findings
+        self.tables = tables
+        lines = "\n".join(f"  {f}" for f in findings)
+        super().__init__(
+            f"Kafka no longer holds records this job has not applied (tables: {', '.join(tables) or 'none routed'}):\n"
+            f"{lines}\n"
+            "The job stops rather than skip them (`kafka.fail_on_data_loss: true`); nothing of the batch was "
+            "committed, every committed batch stands. A route removed on purpose: run once with "
+            "`kafka.fail_on_data_loss: false`, which drops the topic from the checkpoint, then set it back. "
+            "Records deleted (retention shorter than the job's downtime) or a topic created again: those tables "
+            "miss the changes; take a new snapshot of them at the source (e.g. a Debezium incremental "
+            "snapshot), and run once with `kafka.fail_on_data_loss: false` to go past the gap."
+        )
+
+
 class DeadLetterRetentionError(TerminalError):
     """`dead-letters purge` was asked to purge without a retention to apply."""
 

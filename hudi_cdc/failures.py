@@ -17,6 +17,8 @@ of the table. When in doubt, stop.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from typing import Any
 
 from hudi_cdc.spark_session import java_chain
@@ -99,6 +101,38 @@ def environment_fault(exc: BaseException) -> str | None:
     except Exception:  # the JVM is gone: nothing to tell by
         return None
     return None
+
+
+# Spark 3.5's Kafka source says, with `failOnDataLoss` true, what it could not read:
+_DATA_LOSS = (
+    # records the checkpoint needs were deleted (retention, `kafka-delete-records`)
+    (re.compile(r"Cannot fetch offset (\d+) \(GroupId: [^,]*, TopicPartition: ([^)\s]+)\)"),
+     "{1}: the records from offset {0} on are no longer in Kafka (deleted by retention, or by hand)"),
+    # partitions in the checkpoint that the subscription no longer holds
+    (re.compile(r"Set\(([^)]*)\) are gone"),
+     "{0}: in the checkpoint, but no longer read (a route was removed, or the topic was deleted)"),
+    # a topic deleted and created again
+    (re.compile(r"Partition (\S+)'s offset was changed from (\d+) to (\d+)"),
+     "{0}: Kafka's offsets went back from {1} to {2} (the topic was deleted and created again)"),
+    # a partition found after its first records were deleted
+    (re.compile(r"Added partition (\S+) starts from (\d+) instead of 0"),
+     "{0}: a new partition whose records before offset {1} are no longer in Kafka"),
+)  # fmt: skip
+
+
+def kafka_data_loss(*errors: BaseException | None) -> list[str] | None:
+    """What Spark's Kafka source could not read, one line per finding, when `errors` (an error and
+    what it was raised from) are its data-loss stop (`failOnDataLoss`); None for any other error.
+    Read from Spark's messages, its only account of it (topic-partitions and offsets)."""
+    text = ""
+    for error in (e for e in errors if e is not None):
+        text += "\n" + str(error)
+        with contextlib.suppress(Exception):  # the JVM is gone: the Python text still holds Spark's message
+            text += "\n" + "\n".join(str(t.getMessage() or "") for t in java_chain(error))
+    if "some data may have been" not in text.lower() and "OffsetOutOfRangeException" not in text:
+        return None
+    found = [template.format(*m.groups()) for pattern, template in _DATA_LOSS for m in pattern.finditer(text)]
+    return sorted(set(found)) or ["Spark's Kafka source reports data loss: " + text.strip().splitlines()[0][:300]]
 
 
 def kafka_fault(exc: BaseException) -> str | None:

@@ -22,8 +22,8 @@ from hudi_cdc import kafka_check, locations, route_regex
 from hudi_cdc.config import Config, check_base_paths
 from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
-from hudi_cdc.errors import CdcError, ConfigError, KafkaLostError
-from hudi_cdc.failures import kafka_fault
+from hudi_cdc.errors import CdcError, ConfigError, KafkaDataLossError, KafkaLostError
+from hudi_cdc.failures import kafka_data_loss, kafka_fault
 from hudi_cdc.hudi import relayout
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.hudi.options import BUCKET_LAYOUT, index_layout
@@ -243,9 +243,13 @@ def run(
     def handle(batch: DataFrame, batch_id: int) -> None:
         try:
             metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
-        except CdcError as exc:
-            stopped_by.append(exc)
-            raise
+        except Exception as exc:
+            # records the batch's plan names but Kafka deleted meanwhile fail where they are read
+            stop = _data_loss(config, exc) or (exc if isinstance(exc, CdcError) else None)
+            if stop is None:
+                raise
+            stopped_by.append(stop)
+            raise stop from exc
         if metastore is not None:
             # after every data commit of the batch: an outage delays registration, never data
             metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)
@@ -273,6 +277,9 @@ def run(
                 metastore.sync_due(spark, config.tables)
     except StreamingQueryException as exc:
         if not stopped_by:
+            lost = _data_loss(config, exc)  # found while planning a batch
+            if lost is not None:
+                raise lost from exc
             reason = kafka_fault(exc)
             if reason is not None:  # the brokers, not the job: say so, and that nothing was lost
                 raise KafkaLostError(config.kafka.bootstrap_servers, reason=reason) from exc
@@ -283,6 +290,20 @@ def run(
         raise stopped_by[-1]
     if metastore is not None:
         metastore.sync_due(spark, config.tables)
+
+
+def _data_loss(config: Config, exc: BaseException) -> KafkaDataLossError | None:
+    """`exc` (or the error it was raised from) as Spark's Kafka data-loss stop, naming the tables fed."""
+    lost = kafka_data_loss(exc, exc.__cause__)
+    # Spark's text names partitions only: name the tables they feed
+    return None if lost is None else KafkaDataLossError(lost, tables=_tables_of(config, lost))
+
+
+def _tables_of(config: Config, findings: list[str]) -> list[str]:
+    """The tables routed from the topic-partitions (`topic-N`) that lead `findings` lines."""
+    partitions = {p.strip() for f in findings for p in f.split(":")[0].split(",")}
+    topics = {p.rsplit("-", 1)[0] for p in partitions if "-" in p}
+    return sorted({t for t in (config.table_of_topic(topic) for topic in topics) if t is not None})
 
 
 def replay_dead_letters(

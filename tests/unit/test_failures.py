@@ -10,7 +10,7 @@ import pytest
 
 from hudi_cdc import pipeline
 from hudi_cdc.config import TableConfig
-from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat, kafka_fault
+from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat, kafka_data_loss, kafka_fault
 from hudi_cdc.metrics import TableMetrics
 
 HIERARCHY = {
@@ -192,6 +192,36 @@ def test_a_query_stopped_by_kafka_names_the_kafka_exception() -> None:
                                                       cause=FakeThrowable("org.apache.kafka.common.config.ConfigException", "bad")))  # fmt: skip
     assert kafka_fault(FakeStreamingQueryError(misconfigured)) is None
     assert kafka_fault(ValueError("kafka")) is None
+
+
+@pytest.mark.parametrize(
+    ("spark_says", "finding"),
+    [
+        # as Spark 3.5's Kafka source words its data-loss stops (the first two seen in tests/integration/test_kafka_data_loss.py)
+        ("Cannot fetch offset 3 (GroupId: spark-kafka-source-a1-executor, TopicPartition: srv.db.t-0). "
+         "Some data may have been lost because they are not available in Kafka any more",
+         "srv.db.t-0: the records from offset 3 on are no longer in Kafka (deleted by retention, or by hand)"),
+        ("Set(srv.db.t-0, srv.db.t-1) are gone. Some data may have been missed..",
+         "srv.db.t-0, srv.db.t-1: in the checkpoint, but no longer read (a route was removed, or the topic was deleted)"),
+        ("Partition srv.db.t-0's offset was changed from 78 to 0, some data may have been missed.",
+         "srv.db.t-0: Kafka's offsets went back from 78 to 0 (the topic was deleted and created again)"),
+        ("Added partition srv.db.t-2 starts from 5 instead of 0. Some data may have been missed",
+         "srv.db.t-2: a new partition whose records before offset 5 are no longer in Kafka"),
+    ],
+)  # fmt: skip
+def test_kafka_data_loss_names_the_partitions_and_offsets_spark_could_not_read(spark_says: str, finding: str) -> None:
+    stopped = FakeThrowable("org.apache.spark.sql.streaming.StreamingQueryException", "Query terminated",
+                            cause=FakeThrowable("java.lang.IllegalStateException", spark_says))  # fmt: skip
+    assert kafka_data_loss(FakeStreamingQueryError(stopped)) == [finding]
+    # raised from the error that carries it (a TableFailure from a failed read), or as Python text alone
+    assert kafka_data_loss(ValueError("table t: batch 3 could not be written"), RuntimeError(spark_says)) == [finding]
+
+
+def test_other_errors_are_not_data_loss() -> None:
+    assert kafka_data_loss(ValueError("disk full"), None) is None
+    other = FakeThrowable("org.apache.spark.sql.streaming.StreamingQueryException", "Query terminated",
+                          cause=FakeThrowable("org.apache.kafka.common.errors.TimeoutException", "Timed out"))  # fmt: skip
+    assert kafka_data_loss(FakeStreamingQueryError(other)) is None
 
 
 def test_python_errors_and_a_gone_jvm_tell_nothing() -> None:

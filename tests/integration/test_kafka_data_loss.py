@@ -1,0 +1,69 @@
+"""Kafka deleted records the job has not applied, or a topic left the job: a clear stop, and a way on.
+
+With `kafka.fail_on_data_loss` on (the default), Spark's Kafka source stops the query when the
+checkpoint needs records Kafka no longer holds. The job says which topic-partitions and offsets,
+which tables they feed, and what to do; run once with the setting off, it goes past the gap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from devkit.debezium import DebeziumTable
+from devkit.services.kafka import LocalKafka
+from hudi_cdc.errors import KafkaDataLossError
+from tests.integration.harness import Job
+from tests.integration.test_bad_records import COLUMNS, _row
+
+pytestmark = pytest.mark.integration
+
+
+def _names(job: Job, table: str) -> list[tuple[int, str]]:
+    return [(r["id"], r["name"]) for r in job.rows_spark(table)]
+
+
+def test_records_deleted_by_kafka_or_a_removed_route_stop_the_job_clearly_and_a_lenient_run_goes_on(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    job = Job(spark, kafka, tmp_path, [{"name": "kept", "key": ["id"]}, {"name": "other", "key": ["id"]}])
+    sources = {
+        name: DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=COLUMNS, key=["id"])
+        for name in ("kept", "other")
+    }
+    for name, src in sources.items():
+        job.produce(name, [src.change("c", after=_row(i, "first", "1.00"), pos=100 + i) for i in range(3)])
+    job.run()
+
+    # retention deletes records 3 and 4 of `kept` before the job reads them
+    for name, src in sources.items():
+        job.produce(name, [src.change("u", after=_row(i, "second", "1.00"), pos=200 + i) for i in range(3)])
+    admin = AdminClient(kafka.client_config())
+    for future in admin.delete_records([TopicPartition(job.topic("kept"), 0, 5)]).values():
+        future.result()
+    with pytest.raises(KafkaDataLossError) as stopped:
+        job.run()
+    message = str(stopped.value)
+    assert f"{job.topic('kept')}-0: the records from offset 3 on are no longer in Kafka" in message
+    assert "(tables: kept)" in message and "kafka.fail_on_data_loss: false" in message
+    assert _names(job, "other") == [(i, "first") for i in range(3)]  # nothing of the batch committed
+
+    # the way on: one run that skips the gap; then the default again
+    job.run(kafka={"fail_on_data_loss": False})
+    assert _names(job, "kept") == [(0, "first"), (1, "first"), (2, "second")]
+    assert _names(job, "other") == [(i, "second") for i in range(3)]
+    job.run()
+
+    # a route removed: Spark takes the topic that left the subscription for a deleted one
+    job.tables[:] = [t for t in job.tables if t["name"] == "other"]
+    job.produce("other", [sources["other"].change("u", after=_row(0, "third", "1.00"), pos=300)])
+    with pytest.raises(KafkaDataLossError, match=rf"{job.topic('kept')}-0: in the checkpoint, but no longer read"):
+        job.run()
+    job.run(kafka={"fail_on_data_loss": False})
+    job.produce("other", [sources["other"].change("u", after=_row(1, "fourth", "1.00"), pos=301)])
+    job.run()
+    assert _names(job, "other") == [(0, "third"), (1, "fourth"), (2, "second")]
