@@ -245,11 +245,13 @@ def run(
             metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
         except Exception as exc:
             # records the batch's plan names but Kafka deleted meanwhile fail where they are read
-            stop = _data_loss(config, exc) or (exc if isinstance(exc, CdcError) else None)
-            if stop is None:
-                raise
-            stopped_by.append(stop)
-            raise stop from exc
+            lost = _data_loss(config, exc)
+            if lost is not None:
+                stopped_by.append(lost)
+                raise lost from exc
+            if isinstance(exc, CdcError):
+                stopped_by.append(exc)
+            raise  # ours keeps its own cause (e.g. Hudi's exception)
         if metastore is not None:
             # after every data commit of the batch: an outage delays registration, never data
             metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)

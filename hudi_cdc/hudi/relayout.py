@@ -126,6 +126,9 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
 
 def _resume_moves(spark: SparkSession, table: TableConfig, staging: str, base: str, backup: str) -> Relayout:
     """Finish the moves of an interrupted run, or stop where finishing could lose rows."""
+    if fs.exists(spark, backup) and not fs.exists(spark, staging) and table_exists(spark, base):
+        fs.delete(spark, base + MOVING_SUFFIX)  # both moves were made; only the marker was left
+        return Relayout(table=table.name, layout=index_layout(table), previous="-", rows=None, backup=None)
     if not fs.exists(spark, backup):  # the table was not moved yet
         return _move(spark, table, staging, base, backup)
     if not fs.exists(spark, base) and table_exists(spark, staging):

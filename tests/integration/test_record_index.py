@@ -235,6 +235,13 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
 
     # the way out the error names: move that table aside, finish, read the topic again from the start
     Path(path).rename(Path(path).with_name("accounts.created-meanwhile"))
+    deletes = fs.delete
+    # (and a crash once both moves are made, before the marker is deleted: the rerun only deletes it)
+    monkeypatch.setattr(fs, "delete", lambda s, p: _crash() if p.endswith(".relayout-moving") else deletes(s, p))
+    with pytest.raises(OSError, match="crashed"):
+        relayout(spark, job.config.tables[0])
+    monkeypatch.undo()
+    assert _stored(spark, path) == before
     done = relayout(spark, job.config.tables[0])
     assert (done.rows, done.backup, done.layout) == (None, None, "bucket:4")
     # every stored column, `_cdc_*` state and ingestion times included, and the job's position
