@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.spark_session import java_chain
@@ -95,7 +96,8 @@ def environment_fault(exc: BaseException) -> str | None:
             return f"the storage failed ({lineage[0]}: {root.getMessage()})"
         frame = _innermost_hudi_frame(root)
         if frame is not None and frame.startswith(TABLE_CONFIG_CHECK):
-            return f"Hudi refused the table's settings ({str(root.getMessage() or '').splitlines()[0]})"
+            first_line = str(root.getMessage() or "").partition("\n")[0]  # an empty message too
+            return f"Hudi refused the table's settings ({first_line})"
         if frame is not None and frame.startswith(TABLE_PACKAGES):
             return f"Hudi failed maintaining the table ({lineage[0]} in {frame})"
     except Exception:  # the JVM is gone: nothing to tell by
@@ -104,26 +106,35 @@ def environment_fault(exc: BaseException) -> str | None:
 
 
 # Spark 3.5's Kafka source says, with `failOnDataLoss` true, what it could not read:
+# (its message, the group holding the topic-partitions, what it means)
 _DATA_LOSS = (
     # records the checkpoint needs were deleted (retention, `kafka-delete-records`)
-    (re.compile(r"Cannot fetch offset (\d+) \(GroupId: [^,]*, TopicPartition: ([^)\s]+)\)"),
+    (re.compile(r"Cannot fetch offset (\d+) \(GroupId: [^,]*, TopicPartition: ([^)\s]+)\)"), 1,
      "{1}: the records from offset {0} on are no longer in Kafka (deleted by retention, or by hand)"),
     # partitions in the checkpoint that the subscription no longer holds
-    (re.compile(r"Set\(([^)]*)\) are gone"),
+    (re.compile(r"Set\(([^)]*)\) are gone"), 0,
      "{0}: in the checkpoint, but no longer read (a route was removed, or the topic was deleted)"),
     # a topic deleted and created again
-    (re.compile(r"Partition (\S+)'s offset was changed from (\d+) to (\d+)"),
+    (re.compile(r"Partition (\S+)'s offset was changed from (\d+) to (\d+)"), 0,
      "{0}: Kafka's offsets went back from {1} to {2} (the topic was deleted and created again)"),
     # a partition found after its first records were deleted
-    (re.compile(r"Added partition (\S+) starts from (\d+) instead of 0"),
+    (re.compile(r"Added partition (\S+) starts from (\d+) instead of 0"), 0,
      "{0}: a new partition whose records before offset {1} are no longer in Kafka"),
 )  # fmt: skip
 
 
-def kafka_data_loss(*errors: BaseException | None) -> list[str] | None:
-    """What Spark's Kafka source could not read, one line per finding, when `errors` (an error and
-    what it was raised from) are its data-loss stop (`failOnDataLoss`); None for any other error.
-    Read from Spark's messages, its only account of it (topic-partitions and offsets)."""
+@dataclass(frozen=True)
+class DataLoss:
+    """What Spark's Kafka source could not read: one line for people, and the topics it names."""
+
+    findings: list[str]
+    topics: list[str]
+
+
+def kafka_data_loss(*errors: BaseException | None) -> DataLoss | None:
+    """What Spark's Kafka source could not read, when `errors` (an error and what it was raised
+    from) are its data-loss stop (`failOnDataLoss`); None for any other error. Read from Spark's
+    messages, its only account of it (topic-partitions and offsets)."""
     text = ""
     for error in (e for e in errors if e is not None):
         text += "\n" + str(error)
@@ -131,8 +142,15 @@ def kafka_data_loss(*errors: BaseException | None) -> list[str] | None:
             text += "\n" + "\n".join(str(t.getMessage() or "") for t in java_chain(error))
     if "some data may have been" not in text.lower() and "OffsetOutOfRangeException" not in text:
         return None
-    found = [template.format(*m.groups()) for pattern, template in _DATA_LOSS for m in pattern.finditer(text)]
-    return sorted(set(found)) or ["Spark's Kafka source reports data loss: " + text.strip().splitlines()[0][:300]]
+    findings: set[str] = set()
+    topics: set[str] = set()
+    for pattern, partitions_group, template in _DATA_LOSS:
+        for match in pattern.finditer(text):
+            findings.add(template.format(*match.groups()))
+            partitions = match.group(partitions_group + 1).split(",")
+            topics.update(p.strip().rsplit("-", 1)[0] for p in partitions if "-" in p)
+    fallback = "Spark's Kafka source reports data loss: " + text.strip().partition("\n")[0][:300]
+    return DataLoss(findings=sorted(findings) or [fallback], topics=sorted(topics))
 
 
 def kafka_fault(exc: BaseException) -> str | None:

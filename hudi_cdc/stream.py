@@ -297,15 +297,10 @@ def run(
 def _data_loss(config: Config, exc: BaseException) -> KafkaDataLossError | None:
     """`exc` (or the error it was raised from) as Spark's Kafka data-loss stop, naming the tables fed."""
     lost = kafka_data_loss(exc, exc.__cause__)
-    # Spark's text names partitions only: name the tables they feed
-    return None if lost is None else KafkaDataLossError(lost, tables=_tables_of(config, lost))
-
-
-def _tables_of(config: Config, findings: list[str]) -> list[str]:
-    """The tables routed from the topic-partitions (`topic-N`) that lead `findings` lines."""
-    partitions = {p.strip() for f in findings for p in f.split(":")[0].split(",")}
-    topics = {p.rsplit("-", 1)[0] for p in partitions if "-" in p}
-    return sorted({t for t in (config.table_of_topic(topic) for topic in topics) if t is not None})
+    if lost is None:
+        return None
+    tables = sorted({t for t in (config.table_of_topic(topic) for topic in lost.topics) if t is not None})
+    return KafkaDataLossError(lost.findings, tables=tables)
 
 
 def replay_dead_letters(

@@ -212,9 +212,19 @@ def test_a_query_stopped_by_kafka_names_the_kafka_exception() -> None:
 def test_kafka_data_loss_names_the_partitions_and_offsets_spark_could_not_read(spark_says: str, finding: str) -> None:
     stopped = FakeThrowable("org.apache.spark.sql.streaming.StreamingQueryException", "Query terminated",
                             cause=FakeThrowable("java.lang.IllegalStateException", spark_says))  # fmt: skip
-    assert kafka_data_loss(FakeStreamingQueryError(stopped)) == [finding]
+    lost = kafka_data_loss(FakeStreamingQueryError(stopped))
+    assert lost is not None and lost.findings == [finding] and lost.topics == ["srv.db.t"]
     # raised from the error that carries it (a TableFailure from a failed read), or as Python text alone
-    assert kafka_data_loss(ValueError("table t: batch 3 could not be written"), RuntimeError(spark_says)) == [finding]
+    assert kafka_data_loss(ValueError("table t: batch 3 could not be written"), RuntimeError(spark_says)) == lost
+
+
+@pytest.mark.parametrize("message", ["Config conflict(key\tcurrent value\texisting value):\nRecordKey:\tid,name\tid", ""])
+def test_hudis_table_config_check_is_the_tables_fault_even_without_a_message(message: str) -> None:
+    refused = FakeThrowable("org.apache.hudi.exception.HoodieException", message,
+                            frames=["org.apache.hudi.HoodieWriterUtils$.validateTableConfig", "org.apache.hudi.DefaultSource.createRelation"])  # fmt: skip
+    assert environment_fault(_failed(FakeThrowable(TASK_FAILED, "save failed"), refused)) == (
+        f"Hudi refused the table's settings ({message.partition(chr(10))[0]})"
+    )
 
 
 def test_other_errors_are_not_data_loss() -> None:
