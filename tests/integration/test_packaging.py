@@ -95,7 +95,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     (inst.wheel,) = dist.glob("hudi_cdc-*.whl")
     venv.create(inst.venv, with_pip=True)
     inst.cwd.mkdir()
-    pip = inst.run(inst.python, "-m", "pip", "install", "-q", "--disable-pip-version-check", inst.wheel, timeout=1200)
+    # --no-compile: byte-compiling pyspark's thousands of modules took a third of this fixture
+    pip = inst.run(inst.python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", inst.wheel, timeout=1200)
     assert pip.returncode == 0, pip.stderr
     yield inst
 

@@ -277,7 +277,7 @@ def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
                     answered += 1
                 except Exception as exc:
                     failures.append(f"{view}: {exc!r}"[:400])
-            stop.wait(0.5)
+            stop.wait(1.5)  # a round of 3 queries takes about a second: the engine must not starve the writes
 
     archivals = {cow.name: 0, mor.name: 0}
     oldest = {t.name: _active_commits(t)[0] for t in (cow, mor)}

@@ -14,8 +14,7 @@ from pyspark.sql import SparkSession
 from devkit.debezium import encode_decimal
 from hudi_cdc.config import TableConfig
 from hudi_cdc.debezium_types import column_type
-from hudi_cdc.decode import decode
-from tests.unit.test_decode import by_offset, kafka_rows
+from tests.unit.test_decode import by_offset, decode_cached, kafka_rows
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
@@ -149,7 +148,7 @@ def decoded(
     rows = [{"id": i, **{name: values[i][0] for name, values in CASES.items()}} for i in (0, 1)]
     overflow = {"id": 2, "huge": _b64(10**38)}
     records = [(None, _envelope(after, pos)) for pos, after in enumerate([*rows, overflow])]
-    result = decode(
+    result = decode_cached(
         kafka_rows(spark, records, topic="srv.db.t"), TableConfig(name="t", key=["id"], base_path="/unused")
     )
     types = {f.name: f.dataType.simpleString() for f in result.schema.fields}
