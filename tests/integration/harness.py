@@ -159,7 +159,7 @@ class ContinuousJob:
         """Until the job has read `records` records of `table`; it must still run."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and self.process.poll() is None and self.read(table) < records:
-            time.sleep(2)
+            time.sleep(0.5)  # a scrape is one local HTTP request
         assert self.process.poll() is None, f"the job stopped: {self.output()}"
         assert self.read(table) == records, self.output()
 

@@ -32,7 +32,7 @@ def test_a_continuous_job_serves_its_counts_lag_and_watermark(
             samples = running.metrics()
             if samples.get(("hudi_cdc_records_read_total", "people", ""), 0) >= 8:
                 break
-            time.sleep(2)
+            time.sleep(0.5)
         assert running.process.poll() is None, f"the job stopped: {running.output()}"
         assert samples.get(("hudi_cdc_records_read_total", "people", "")) == 8, running.output()
         assert samples[("hudi_cdc_records_total", "people", "applied")] == 5
