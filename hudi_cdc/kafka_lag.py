@@ -1,7 +1,8 @@
 """Kafka lag per table: records in its topics' partitions that the table has not applied yet.
 
 Asked by the Prometheus listener after each batch, on the driver: one metadata request per
-partition (librdkafka's high watermark query), never a read of the records.
+partition (librdkafka's watermark query), never a read of the records. The oldest offsets
+serve `kafka_gaps` the same way.
 """
 
 from __future__ import annotations
@@ -33,28 +34,38 @@ def lag(applied: Positions, end: Positions) -> int:
     )
 
 
-class EndOffsets:
-    """High watermarks of topic partitions, through one long-lived consumer (never subscribed)."""
+class Watermarks:
+    """Kafka's oldest and next offsets of topic partitions, through one long-lived consumer (never subscribed)."""
 
     def __init__(self, kafka: KafkaSource) -> None:
         settings = client_settings(kafka) | {"group.id": "hudi-cdc-lag", "enable.auto.commit": "false"}
         self._consumer = librdkafka_client(Consumer, settings)
         self._timeout = kafka.connect_timeout.total_seconds()
 
-    def of(self, partitions: Positions) -> dict[str, dict[str, int]]:
-        """The high watermark of each partition named in `partitions`; missing where Kafka did not answer."""
-        end: dict[str, dict[str, int]] = {}
+    def ends(self, partitions: Positions) -> dict[str, dict[str, int]]:
+        """The high watermark (next offset to be written) of each partition named in `partitions`;
+        missing where Kafka did not answer."""
+        return self._watermark(partitions, high=True)
+
+    def starts(self, partitions: Positions) -> dict[str, dict[str, int]]:
+        """The log start offset (oldest offset held) of each partition named in `partitions`;
+        missing where Kafka did not answer."""
+        return self._watermark(partitions, high=False)
+
+    def _watermark(self, partitions: Positions, *, high: bool) -> dict[str, dict[str, int]]:
+        found: dict[str, dict[str, int]] = {}
         for topic, names in partitions.items():
             for partition in names:
                 try:
-                    _, high = self._consumer.get_watermark_offsets(
+                    low_high = self._consumer.get_watermark_offsets(
                         TopicPartition(topic, int(partition)), timeout=self._timeout, cached=False
                     )
                 except KafkaException as exc:
-                    log.warning("kafka lag: no end offset for %s[%s]: %s", topic, partition, exc)
+                    log.warning("kafka: no watermark for %s[%s]: %s", topic, partition, exc)
                     continue
-                end.setdefault(topic, {})[partition] = int(high)
-        return end
+                if low_high is not None:  # None: Kafka did not answer in time
+                    found.setdefault(topic, {})[partition] = int(low_high[1 if high else 0])
+        return found
 
     def close(self) -> None:
         self._consumer.close()

@@ -43,6 +43,9 @@ class TableMetrics:
     """Of dead_letter: records that failed the batch on their own and were isolated by splitting it."""
     behind_watermark: int = 0
     """Change events older than the watermark the table had already committed (applied or late)."""
+    lost: int = 0
+    """Offsets of the table's topics Kafka deleted before the batch read them, gone past by a run
+    with `kafka.fail_on_data_loss: false` (`hudi_cdc.kafka_gaps`). Never read, so outside `read`."""
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
@@ -68,7 +71,7 @@ class TableMetrics:
 
     def absorb(self, other: TableMetrics) -> None:
         """Add the counts of `other` (a part of the same batch) to these; its newest commit wins."""
-        for name in (*COUNTED, "upserted_rows", "deleted_rows"):
+        for name in (*COUNTED, "upserted_rows", "deleted_rows", "lost"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
         self.watermark_ts_ms = other.watermark_ts_ms or self.watermark_ts_ms
@@ -99,6 +102,8 @@ class BatchMetrics:
     seconds: float = 0.0
     hive_sync_lagging: list[str] = field(default_factory=list)
     """Tables whose newest commit is not registered in the metastore yet (retried next batch)."""
+    first_read: dict[str, dict[str, int]] = field(default_factory=dict)
+    """topic -> partition -> the first Kafka offset the batch read (any table's or unrouted)."""
 
     @property
     def read(self) -> int:

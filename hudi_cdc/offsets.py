@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,17 @@ class KafkaRange:
             for topic, partitions in sorted(self.last.items())
             for partition, last in sorted(partitions.items(), key=lambda p: int(p[0]))
         )
+
+
+def first_offsets(ranges: Iterable[KafkaRange]) -> dict[str, dict[str, int]]:
+    """The oldest offset of each topic-partition over several ranges (e.g. every table's of a batch)."""
+    firsts: dict[str, dict[str, int]] = {}
+    for kafka in ranges:
+        for topic, partitions in kafka.first.items():
+            mine = firsts.setdefault(topic, {})
+            for partition, offset in partitions.items():
+                mine[partition] = min(offset, mine.get(partition, offset))
+    return firsts
 
 
 def commit_metadata(

@@ -44,7 +44,7 @@ from hudi_cdc.hudi.writer import RowCounts
 from hudi_cdc.lineage import checkpointed, release
 from hudi_cdc.merge import DELETE, NEW_KEY, UPSERT, new_key, rows_to_write, write_kind
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
-from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata
+from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata, first_offsets
 from hudi_cdc.progress import Mark, Progress, counts_of
 from hudi_cdc.routing import TABLE_COLUMN, route
 from hudi_cdc.schema_check import check
@@ -89,6 +89,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
         # tables typed by their JSON envelopes: the survey finds their schemas for decode
         enveloped = [t.name for t in ctx.config.tables if t.mode == "full" and not uses_avro(t)]
         received = survey(routed, schemas_of=enveloped)
+        metrics.first_read = first_offsets(r.kafka for r in received.values())
         unrouted = received.pop(None, None)
         metrics.unrouted = unrouted.read if unrouted else 0
         if metrics.unrouted:

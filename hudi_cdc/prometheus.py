@@ -29,7 +29,7 @@ _BATCH_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 
 
 EndOffsets = Callable[[Positions], Positions]
-"""topic partitions -> Kafka's high watermark of each (hudi_cdc.kafka_lag.EndOffsets.of)."""
+"""topic partitions -> Kafka's high watermark of each (hudi_cdc.kafka_lag.Watermarks.ends)."""
 PendingCompactions = Callable[[str], int]
 """table name -> compactions scheduled and not yet run."""
 
@@ -102,6 +102,12 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
+        self.lost = Counter(
+            "hudi_cdc_records_lost",
+            "Records Kafka deleted before the job read them, gone past with kafka.fail_on_data_loss false.",
+            labels,
+            registry=self.registry,
+        )
         self.dead_letters = Counter(
             "hudi_cdc_dead_letters",
             "Records sent to the dead-letter store, by table and error class.",
@@ -133,6 +139,7 @@ class JobMetrics:
                 self.records.labels(self.job, table, outcome)
             self.read.labels(self.job, table)
             self.behind_watermark.labels(self.job, table)
+            self.lost.labels(self.job, table)
             self.hive_sync_lagging.labels(self.job, table).set(0)
         self.unrouted.labels(self.job)
 
@@ -152,6 +159,7 @@ class JobMetrics:
             if t.watermark_ts_ms is not None:
                 self.watermark.labels(self.job, t.table).set(t.watermark_ts_ms / 1000)
             self.behind_watermark.labels(self.job, t.table).inc(t.behind_watermark)
+            self.lost.labels(self.job, t.table).inc(t.lost)
             for error_class, count in t.dead_letters_by_class.items():
                 self.dead_letters.labels(self.job, t.table, error_class).inc(count)
             if t.commit_seconds is not None:

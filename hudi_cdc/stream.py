@@ -30,6 +30,7 @@ from hudi_cdc.hudi.options import BUCKET_LAYOUT, index_layout
 from hudi_cdc.hudi.recovery import recover_table_config
 from hudi_cdc.hudi.table import created_with, table_exists, table_version
 from hudi_cdc.hudi.timeline import latest_job_metadata
+from hudi_cdc.kafka_gaps import LenientGaps
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.pipeline import BatchContext, run_batch
@@ -197,12 +198,12 @@ def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> B
     if (port is None or once) and textfile is None:
         return None
     from hudi_cdc.hudi.timeline import pending_compactions
-    from hudi_cdc.kafka_lag import EndOffsets
+    from hudi_cdc.kafka_lag import Watermarks
     from hudi_cdc.prometheus import JobMetrics
 
     metrics = JobMetrics(
         config,
-        end_offsets=EndOffsets(config.kafka).of,
+        end_offsets=Watermarks(config.kafka).ends,
         pending_compactions=lambda name: pending_compactions(spark, config.table(name).base_path),
     )
     if port is not None and not once:
@@ -239,6 +240,8 @@ def run(
     listeners = [listener for listener in (on_batch, prometheus_listener(spark, config, once=once)) if listener is not None]
 
     stopped_by: list[CdcError] = []
+    # a lenient run counts what it goes past; otherwise Spark stops at a gap
+    gaps = None if config.kafka.fail_on_data_loss else LenientGaps(spark, config)
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         try:
@@ -252,6 +255,8 @@ def run(
             if isinstance(exc, CdcError):
                 stopped_by.append(exc)
             raise  # ours keeps its own cause (e.g. Hudi's exception)
+        if gaps is not None:
+            gaps.count(batch_id, metrics)
         if metastore is not None:
             # after every data commit of the batch: an outage delays registration, never data
             metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)
@@ -286,6 +291,9 @@ def run(
             if reason is not None:  # the brokers, not the job: say so, and that nothing was lost
                 raise KafkaLostError(config.kafka.bootstrap_servers, reason=reason) from exc
             raise
+    finally:
+        if gaps is not None:
+            gaps.close()
     if stopped_by:
         # the query's error wraps ours in py4j's and Spark's text; ours says what to do (and
         # keeps its own cause, e.g. Hudi's exception)

@@ -51,6 +51,7 @@ def test_batches_add_up_per_table_and_outcome() -> None:
     assert samples[_key("hudi_cdc_records_total", table="customers", outcome="applied")] == 8
     assert samples[_key("hudi_cdc_records_total", table="customers", outcome="dead_letter")] == 1
     assert samples[_key("hudi_cdc_records_read_total", table="customers")] == 9
+    assert samples[_key("hudi_cdc_records_lost_total", table="customers")] == 0
     assert samples[_key("hudi_cdc_rows_written_total", table="customers", kind="upserted")] == 8
     assert samples[_key("hudi_cdc_unrouted_records_total")] == 2
     assert samples[_key("hudi_cdc_batch_seconds_count")] == 2
@@ -59,8 +60,11 @@ def test_batches_add_up_per_table_and_outcome() -> None:
     assert samples[_key("hudi_cdc_last_commit_timestamp_seconds", table="customers")] == 2000.0
     committed = _batch(2, applied=1, dead_letter=0, lagging=[])
     committed.tables[0].committed_at = 2500.5  # the commit's own time, not the batch's end
+    committed.tables[0].lost = 4  # gone past by a lenient run
     metrics.observe(committed, now=2600.0)
-    assert _samples(metrics.render())[_key("hudi_cdc_last_commit_timestamp_seconds", table="customers")] == 2500.5
+    after = _samples(metrics.render())
+    assert after[_key("hudi_cdc_last_commit_timestamp_seconds", table="customers")] == 2500.5
+    assert after[_key("hudi_cdc_records_lost_total", table="customers")] == 4
     # a table with no batch yet is visible with zero counts
     assert samples[_key("hudi_cdc_records_total", table="orders", outcome="applied")] == 0
 

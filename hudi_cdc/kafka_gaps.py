@@ -1,0 +1,158 @@
+"""Kafka records a lenient run went past unread (`kafka.fail_on_data_loss: false`), counted per table.
+
+Told not to fail on data loss, Spark's Kafka source starts a partition at Kafka's oldest record
+when the batch's planned start is gone (retention, `deleteRecords`), and says so only in a
+warning. After each batch this module measures that gap per topic-partition: the offsets from
+the batch's planned start (Spark's offset log in the checkpoint) up to the first offset the
+batch read, that Kafka no longer holds (below its log start offset). They are offsets, not
+records seen: a gap may also hold transaction markers, which Kafka deleted with it.
+
+A topic deleted and created again restarts below the planned start: what the old topic held
+after that start cannot be counted; it is reported as such.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from hudi_cdc.config import Config
+from hudi_cdc.hudi import fs
+from hudi_cdc.kafka_lag import Positions, Watermarks
+from hudi_cdc.metrics import BatchMetrics, TableMetrics
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class Gap:
+    """Offsets `first` to `last` of one topic-partition that a batch was to read and Kafka no longer held."""
+
+    topic: str
+    partition: str
+    first: int
+    last: int
+
+    @property
+    def offsets(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A partition the batch read from below its planned start: the topic was created anew."""
+
+    topic: str
+    partition: str
+    planned: int
+    first_read: int
+
+
+def planned_range(spark: SparkSession, checkpoint_dir: str, batch_id: int) -> tuple[Positions, Positions] | None:
+    """Where batch `batch_id` was planned to start and end (Spark's offset log); None if the log lacks it.
+
+    A batch starts where the one before it ended; the first batch of a checkpoint where its
+    Kafka source's initial offsets say.
+    """
+    end = _offsets(fs.read_text(spark, f"{checkpoint_dir}/offsets/{batch_id}"), line=2)
+    if batch_id > 0:
+        start = _offsets(fs.read_text(spark, f"{checkpoint_dir}/offsets/{batch_id - 1}"), line=2)
+    else:
+        start = _offsets(fs.read_text(spark, f"{checkpoint_dir}/sources/0/0"), line=1)
+    return None if start is None or end is None else (start, end)
+
+
+def _offsets(text: str | None, *, line: int) -> Positions | None:
+    """The Kafka source's offsets in a checkpoint file: `v1`, (an offset log's batch metadata), then JSON.
+
+    The initial-offsets file starts with a zero byte, kept by Spark for old readers.
+    """
+    if text is None:
+        return None
+    lines = text.lstrip("\x00").splitlines()
+    if len(lines) <= line or not lines[line].startswith("{"):
+        return None
+    parsed = json.loads(lines[line])
+    return {topic: {str(p): int(o) for p, o in partitions.items()} for topic, partitions in parsed.items()}
+
+
+def unread(start: Positions, end: Positions, first_read: Positions, log_start: Positions) -> list[Gap]:
+    """The planned offsets before the first one read (all, where none was read) that Kafka no longer holds.
+
+    `end` is exclusive; a partition missing from `log_start` (Kafka did not answer) counts nothing.
+    """
+    gaps = []
+    for topic, partitions in end.items():
+        for partition, planned_end in partitions.items():
+            planned_start = start.get(topic, {}).get(partition)
+            oldest = log_start.get(topic, {}).get(partition)
+            if planned_start is None or oldest is None:
+                continue  # a partition new in this batch starts at its oldest record; nothing skipped
+            read_from = first_read.get(topic, {}).get(partition, planned_end)
+            stop = min(read_from, oldest, planned_end)
+            if stop > planned_start:
+                gaps.append(Gap(topic, partition, planned_start, stop - 1))
+    return gaps
+
+
+def restarts(start: Positions, first_read: Positions) -> list[Restart]:
+    """Partitions whose first offset read is below the planned start (the topic was created anew)."""
+    return [
+        Restart(topic, partition, start[topic][partition], offset)
+        for topic, partitions in first_read.items()
+        for partition, offset in partitions.items()
+        if offset < start.get(topic, {}).get(partition, offset)
+    ]
+
+
+class LenientGaps:
+    """Counts, after each batch of a lenient run, the records Kafka deleted before the batch read them.
+
+    Each gap is logged as a warning naming table, topic, partition and offsets, and added to
+    the table's `TableMetrics.lost` (so to `hudi_cdc_records_lost` and the batch's log line).
+    """
+
+    def __init__(self, spark: SparkSession, config: Config) -> None:
+        self.spark = spark
+        self.config = config
+        self.watermarks = Watermarks(config.kafka)
+
+    def count(self, batch_id: int, metrics: BatchMetrics) -> None:
+        planned = planned_range(self.spark, self.config.job.checkpoint_dir, batch_id)
+        if planned is None:
+            log.warning("batch %d: no offsets in the checkpoint's log; records it went past are not counted", batch_id)
+            return
+        start, end = planned
+        for gap in unread(start, end, metrics.first_read, self.watermarks.starts(end)):
+            table = self.config.table_of_topic(gap.topic)
+            log.warning(
+                "batch %d table %s: %d record(s) of %s[%s] at offsets %d..%d were deleted from Kafka before "
+                "the job read them; skipped (kafka.fail_on_data_loss: false). Re-snapshot the table at the "
+                "source if they matter",
+                batch_id, table or "(no route)", gap.offsets, gap.topic, gap.partition, gap.first, gap.last,
+            )  # fmt: skip
+            if table is not None:
+                _metrics_of(metrics, table).lost += gap.offsets
+        for restart in restarts(start, metrics.first_read):
+            log.warning(
+                "batch %d table %s: %s[%s] was read from offset %d, below the checkpoint's %d: the topic was "
+                "created anew, and what the old one held from offset %d on was never read and cannot be "
+                "counted. Re-snapshot the table at the source if it matters",
+                batch_id, self.config.table_of_topic(restart.topic) or "(no route)", restart.topic,
+                restart.partition, restart.first_read, restart.planned, restart.planned,
+            )  # fmt: skip
+
+
+    def close(self) -> None:
+        self.watermarks.close()
+
+
+def _metrics_of(metrics: BatchMetrics, table: str) -> TableMetrics:
+    found = next((t for t in metrics.tables if t.table == table), None)
+    if found is None:
+        found = TableMetrics(table=table)
+        metrics.tables.append(found)
+    return found
+

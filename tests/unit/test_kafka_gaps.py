@@ -1,0 +1,54 @@
+"""What a lenient run went past: the planned offsets before the first read that Kafka no longer holds."""
+
+from __future__ import annotations
+
+from hudi_cdc.kafka_gaps import Gap, Restart, _offsets, restarts, unread
+
+T = "srv.db.t"
+
+
+def test_offsets_deleted_before_the_first_read_are_a_gap() -> None:
+    # planned 3..5; Kafka holds 5 on; the batch read from 5
+    assert unread({T: {"0": 3}}, {T: {"0": 6}}, {T: {"0": 5}}, {T: {"0": 5}}) == [Gap(T, "0", 3, 4)]
+    assert Gap(T, "0", 3, 4).offsets == 2
+
+
+def test_a_batch_read_from_its_planned_start_went_past_nothing() -> None:
+    assert unread({T: {"0": 3}}, {T: {"0": 6}}, {T: {"0": 3}}, {T: {"0": 0}}) == []
+
+
+def test_offsets_skipped_but_still_in_kafka_are_no_loss() -> None:
+    # transaction markers or a compacted topic: the first record read is past the start, yet
+    # Kafka still holds the start
+    assert unread({T: {"0": 3}}, {T: {"0": 9}}, {T: {"0": 6}}, {T: {"0": 0}}) == []
+
+
+def test_offsets_deleted_after_the_batch_read_them_are_not_counted() -> None:
+    # retention moved on after the read: only what lies before the first read counts
+    assert unread({T: {"0": 3}}, {T: {"0": 9}}, {T: {"0": 5}}, {T: {"0": 8}}) == [Gap(T, "0", 3, 4)]
+
+
+def test_a_batch_whose_whole_range_is_gone_lost_all_of_it() -> None:
+    assert unread({T: {"0": 6}}, {T: {"0": 9}}, {}, {T: {"0": 9}}) == [Gap(T, "0", 6, 8)]
+    # retention far past the batch's end: the batch's range only, the next batch counts its own
+    assert unread({T: {"0": 6}}, {T: {"0": 9}}, {}, {T: {"0": 50}}) == [Gap(T, "0", 6, 8)]
+
+
+def test_new_partitions_and_unanswered_partitions_count_nothing() -> None:
+    end = {T: {"0": 9, "1": 4}}
+    assert unread({T: {"0": 9}}, end, {T: {"1": 2}}, {T: {"0": 9, "1": 2}}) == []  # partition 1 is new
+    assert unread({T: {"0": 3, "1": 0}}, end, {}, {T: {"1": 0}}) == []  # Kafka did not answer for 0
+
+
+def test_a_topic_created_anew_is_read_below_the_planned_start() -> None:
+    assert restarts({T: {"0": 40, "1": 2}}, {T: {"0": 0, "1": 2}}) == [Restart(T, "0", 40, 0)]
+    assert restarts({T: {"0": 40}}, {"other": {"0": 0}}) == []
+
+
+def test_the_kafka_offsets_of_spark_checkpoint_files() -> None:
+    offset_log = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"srv.db.t":{"0":3,"1":7}}'
+    assert _offsets(offset_log, line=2) == {T: {"0": 3, "1": 7}}
+    initial = '\x00v1\n{"srv.db.t":{"0":0}}'  # the Kafka source's initial offsets: a zero byte first
+    assert _offsets(initial, line=1) == {T: {"0": 0}}
+    assert _offsets(None, line=2) is None
+    assert _offsets("v1\n{}\n-", line=2) is None  # a source without offsets
