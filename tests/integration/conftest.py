@@ -99,7 +99,8 @@ def read_topic(kafka: LocalKafka) -> ReadTopic:
                 # A tombstone Message is falsy (its len() is that of its None value): test `is None`.
                 if msg is None:
                     continue
-                if msg.error() is not None and msg.error().code() != KafkaError._PARTITION_EOF:
+                error = msg.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
                     pytest.fail(f"consuming {topic}: {msg.error()}")
                 if msg.error() is None:
                     records.append(msg)

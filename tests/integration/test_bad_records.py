@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
-from hudi_cdc import pipeline
+from hudi_cdc import merge, pipeline
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -125,13 +125,13 @@ def test_bad_records_mixed_into_a_good_stream_are_dead_lettered_and_counted(
     rows = {r["id"]: {k: r[k] for k in ("id", "name", "balance")} for r in job.rows_spark("accounts")}
     assert rows == expected, "good records applied exactly, no bad record in the table"
     letters = {letter["offset"]: letter for letter in job.dead_letters()}
-    for offset, (kind, _) in enumerate(stream):
-        if kind is None:
+    for offset, (bad_kind, _) in enumerate(stream):
+        if bad_kind is None:
             assert offset not in letters, f"good record at offset {offset} dead-lettered: {letters.get(offset)}"
             continue
-        assert offset in letters, f"bad record {kind} at offset {offset} is not in the dead-letter store"
+        assert offset in letters, f"bad record {bad_kind} at offset {offset} is not in the dead-letter store"
         letter = letters[offset]
-        assert letter["error_message"].startswith(f"{job.topic('accounts')}[0]@{offset} table accounts: "), kind
+        assert letter["error_message"].startswith(f"{job.topic('accounts')}[0]@{offset} table accounts: "), bad_kind
     totals = [t for b in batches for t in b.tables]
     assert sum(t.read for t in totals) == len(stream)
     assert sum(t.dead_letter for t in totals) == len(bad)
@@ -143,7 +143,7 @@ def test_a_record_that_breaks_the_spark_job_is_isolated_not_retried_forever(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure decoding did not foresee (here: an expression that throws on key 13)."""
-    original = pipeline.rows_to_write
+    original = merge.rows_to_write  # what pipeline calls
 
     def throws_on_13(*args: Any, **kwargs: Any) -> DataFrame:
         rows = original(*args, **kwargs)

@@ -66,7 +66,9 @@ def source(mariadb: LocalMariaDB, kafka: LocalKafka, connect: LocalConnect) -> I
 
 
 def key_of(msg: Message) -> Any:
-    return json.loads(msg.key())["payload"]["id"]
+    key = msg.key()
+    assert key is not None, "Debezium keys every change of a table with a primary key"
+    return json.loads(key)["payload"]["id"]
 
 
 def payload(msg: Message) -> dict[str, Any]:

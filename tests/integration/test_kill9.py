@@ -88,7 +88,7 @@ def test_sigkill_at_random_points_loses_duplicates_and_miscounts_nothing(
 ) -> None:
     seed = random.randrange(10**6)
     rng = random.Random(seed)
-    tables = [
+    tables: list[dict[str, Any]] = [
         {"name": "cow", "key": ["id"]},
         {"name": "mor", "key": ["id"], "type": "MERGE_ON_READ",
          "compaction": {"mode": "inline", "strategy": "NUM_COMMITS", "max_delta_commits": 2},

@@ -67,7 +67,7 @@ def test_mariadb_avro_changes_land_row_for_row(
             spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro"}],
             schema_registry={"url": registry.ccompat_url},
         )  # fmt: skip
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign]
+        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
 
         def snapshot_landed() -> bool:
             job.run()

@@ -67,7 +67,7 @@ def test_mariadb_changes_land_row_for_row(
     try:
         connect.wait_running(connector)
         job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "type": "MERGE_ON_READ"}])
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign]
+        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
 
         def snapshot_landed() -> bool:
             job.run()

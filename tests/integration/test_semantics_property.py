@@ -66,7 +66,7 @@ def test_any_arrival_order_and_batching_matches_reference(
     seed: int,
 ) -> None:
     rng = random.Random(seed)
-    tables = [
+    tables: list[dict[str, Any]] = [
         {"name": "cow", "key": ["id"], "partition_by": ["p"], "deletes": "soft"},
         {
             "name": "mor", "key": ["id"], "partition_by": ["p"], "deletes": "soft", "type": "MERGE_ON_READ",

@@ -295,7 +295,7 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
     def done(table: str) -> bool:
         job.run()
         states = {t["table"]: t["state"] for t in _status(config_path)["tables"]}
-        return states[table] == "done"
+        return bool(states[table] == "done")
 
     def hudi(table: str) -> dict[int, tuple[Any, ...]]:
         return {r["id"]: tuple(r[c] for c in COLUMNS) for r in job.rows_spark(table)}

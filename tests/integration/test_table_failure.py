@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -142,7 +143,7 @@ def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_l
 ) -> None:
     """Hudi fixes a table's key, partition columns and type when it creates it. Before the start
     check, a batch after such a change had every record isolated and dead-lettered."""
-    created = [{"name": name, "key": ["id"]} for name in ("keyed", "partitioned", "typed")]
+    created: list[dict[str, Any]] = [{"name": name, "key": ["id"]} for name in ("keyed", "partitioned", "typed")]
     changed = [
         created[0] | {"key": ["id", "name"]},
         created[1] | {"partition_by": ["name"]},

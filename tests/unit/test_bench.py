@@ -12,7 +12,7 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -308,7 +308,7 @@ def test_a_failed_plain_run_is_kept_aside_and_started_once_more(tmp_path: Path) 
 
     run = Failing(kafka=None, settings=Settings(batch=1, load_batch=1, root=tmp_path))  # type: ignore[arg-type]
     child, usage, restarts = run.restarting({"attempt": "plain"}, tmp_path / "plain-run", event_log=False)
-    assert (child, usage, attempts) == ({"job": "plain"}, "usage", ["plain", "plain"])
+    assert (child, cast(object, usage), attempts) == ({"job": "plain"}, "usage", ["plain", "plain"])
     kept = tmp_path / "plain-run-failed" / "child.log"
     assert kept.read_text().startswith("attempt 1")  # the failed run's log, moved aside before the restart
     assert restarts == [f"plain-run exited 1: java.lang.AIOOBE: Index 9 (log {kept})"]

@@ -51,7 +51,7 @@ EVENT_SCHEMA = StructType(
 
 
 def _table(deletes: str) -> TableConfig:
-    return TableConfig(name="t", key=["id"], base_path="/unused", deletes=deletes)  # type: ignore[arg-type]
+    return TableConfig(name="t", key=["id"], base_path="/unused", deletes=deletes)
 
 
 def _events_df(spark: SparkSession, events: list[tuple[Event, int]]) -> DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,7 +19,7 @@ OLD = datetime(2024, 1, 1, 12, tzinfo=UTC)
 NEW = datetime.now(UTC) - timedelta(minutes=5)
 
 
-def _rejects(spark: SparkSession, rows: list[tuple[str | None, int, str, bytes | None]]) -> DataFrame:
+def _rejects(spark: SparkSession, rows: Sequence[tuple[str | None, int, str, bytes | None]]) -> DataFrame:
     """(table, offset, error_class, value) rejects on topic `srv.db.<table>` partition 0."""
     return spark.createDataFrame(
         [

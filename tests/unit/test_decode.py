@@ -29,7 +29,7 @@ T0 = dt.datetime(2024, 6, 1, 12, 0, 0)
 
 
 def kafka_rows(
-    spark: SparkSession, records: list[KafkaRecord], topic: str = TOPIC, partition: int = 0
+    spark: SparkSession, records: Sequence[KafkaRecord], topic: str = TOPIC, partition: int = 0
 ) -> DataFrame:
     """Spark Kafka source rows for `records`, at offsets 0.. and one second apart."""
     rows = [

@@ -59,6 +59,6 @@ def test_model_is_frozen_and_rejects_unknown_fields() -> None:
     with pytest.raises(pydantic.ValidationError):
         sync.table = "other"  # type: ignore[misc]
     with pytest.raises(pydantic.ValidationError, match="table_type"):
-        HiveSyncOptions(metastore_uris=URI, table="t", base_path="/x", table_type="MOR")  # type: ignore[arg-type]
+        HiveSyncOptions(metastore_uris=URI, table="t", base_path="/x", table_type="MOR")
     with pytest.raises(pydantic.ValidationError):
         HiveSyncOptions(metastore_uris=URI, table="t", base_path="/x", mode="jdbc")  # type: ignore[call-arg]

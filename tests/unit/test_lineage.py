@@ -24,7 +24,7 @@ def test_a_checkpoint_is_one_plan_node_with_the_same_rows_and_release_frees_its_
     assert plan.children().size() == 0, "the plan below the checkpoint is cut"
     rdd_id = int(plan.rdd().id())
     assert _held(spark, rdd_id)
-    assert cut.agg(F.sum("c49")).first()[0] == wide.agg(F.sum("c49")).first()[0]
+    assert cut.agg(F.sum("c49")).collect()[0][0] == wide.agg(F.sum("c49")).collect()[0][0]
     release(cut)
     assert not _held(spark, rdd_id)
 
@@ -40,7 +40,7 @@ def test_a_checkpoint_is_computed_by_its_first_job_only(spark: SparkSession) -> 
     source = spark.range(100, numPartitions=2).select(F.udf(counted, "long")("id").alias("id"))
     cut = checkpointed(source)
     assert computed.value == 0, "nothing runs before a job reads the checkpoint"
-    assert cut.count() == 100 and cut.agg(F.sum("id")).first()[0] == sum(range(100))
+    assert cut.count() == 100 and cut.agg(F.sum("id")).collect()[0][0] == sum(range(100))
     assert cut.filter(F.col("id") > 49).count() == 50
     assert computed.value == 100, "each row computed once, by the first job"
     release(cut)

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hudi_cdc.config import Config, parse_config
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.kafka_lag import Positions
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.prometheus import JobMetrics
 
@@ -115,9 +116,9 @@ def test_kafka_lag_and_pending_compactions_are_gauges_asked_after_each_batch() -
                        {"name": "orders", "key": ["id"], "base_path": "/b", "type": "MERGE_ON_READ"}],
         }
     )  # fmt: skip
-    asked: list[dict[str, dict[str, int]]] = []
+    asked: list[Positions] = []
 
-    def end_offsets(partitions: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    def end_offsets(partitions: Positions) -> Positions:
         asked.append(partitions)
         return {"t": {"0": 10, "1": 5}, "u": {"0": 3}}
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from devkit.debezium import Column, DebeziumTable
+from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from hudi_cdc.config import TableConfig
 from hudi_cdc.decode import decode
 from hudi_cdc.events import OP, ORDER, Op
@@ -74,8 +75,13 @@ WIDER = DebeziumTable(
 BARE = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=SOURCE.columns, with_schema=False)
 
 
+def _value(record: KafkaRecord) -> Any:
+    assert record[1] is not None, "a change, not a tombstone"
+    return json.loads(record[1])
+
+
 def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_same_events(spark: SparkSession) -> None:
-    null_schema = json.dumps({"schema": None, "payload": json.loads(BARE.change("c", after={"id": 9})[1])})
+    null_schema = json.dumps({"schema": None, "payload": _value(BARE.change("c", after={"id": 9}))})
     records = [  # (partition, record): the wider schema is used most, but in no single partition
         (0, SOURCE.change("c", after={"id": 1, "name": "a"}, pos=100)),
         (0, SOURCE.change("u", after={"id": 1, "name": "b"}, pos=200)),
@@ -96,7 +102,7 @@ def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_sam
     table = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": "int", "name": "string"})
 
     received = survey(routed, schemas_of=["t"])
-    wider, narrower = json.loads(WIDER.change("c", after={"id": 0})[1])["schema"], json.loads(SOURCE.change("c")[1])["schema"]
+    wider, narrower = _value(WIDER.change("c", after={"id": 0}))["schema"], _value(SOURCE.change("c"))["schema"]
     assert [json.loads(text) for text in received["t"].envelopes or ()] == [wider, narrower]
     assert received["u"].envelopes is None  # not asked for: decode finds them
     assert (received["t"].read, received["t"].tombstones) == (12, 1)
