@@ -114,7 +114,8 @@ class KafkaDataLossError(TerminalError):
             "`kafka.fail_on_data_loss: false`, which drops the topic from the checkpoint, then set it back. "
             "Records deleted (retention shorter than the job's downtime) or a topic created again: those tables "
             "miss the changes; take a new snapshot of them at the source (e.g. a Debezium incremental "
-            "snapshot), and run once with `kafka.fail_on_data_loss: false` to go past the gap."
+            "snapshot), and run once with `kafka.fail_on_data_loss: false` to go past the gap (that run logs "
+            "and counts the records it goes past)."
         )
 
 
