@@ -97,6 +97,21 @@ def unread(start: Positions, end: Positions, first_read: Positions, log_start: P
     return gaps
 
 
+def suspects(start: Positions, end: Positions, first_read: Positions) -> dict[str, dict[str, int]]:
+    """The partitions whose batch did not read from its planned start: only these can hold a gap.
+
+    Why: Kafka is asked for the oldest offsets of these alone, which in a batch without a gap
+    is none (a request per partition adds up over hundreds of partitions).
+    """
+    found: dict[str, dict[str, int]] = {}
+    for topic, partitions in end.items():
+        for partition, planned_end in partitions.items():
+            planned_start = start.get(topic, {}).get(partition)
+            if planned_start is not None and first_read.get(topic, {}).get(partition, planned_end) > planned_start:
+                found.setdefault(topic, {})[partition] = planned_start
+    return found
+
+
 def restarts(start: Positions, first_read: Positions) -> list[Restart]:
     """Partitions whose first offset read is below the planned start (the topic was created anew)."""
     return [
@@ -125,7 +140,9 @@ class LenientGaps:
             log.warning("batch %d: no offsets in the checkpoint's log; records it went past are not counted", batch_id)
             return
         start, end = planned
-        for gap in unread(start, end, metrics.first_read, self.watermarks.starts(end)):
+        asked = suspects(start, end, metrics.first_read)
+        log_start = self.watermarks.starts(asked) if asked else {}
+        for gap in unread(start, end, metrics.first_read, log_start):
             table = self.config.table_of_topic(gap.topic)
             log.warning(
                 "batch %d table %s: %d record(s) of %s[%s] at offsets %d..%d were deleted from Kafka before "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hudi_cdc.kafka_gaps import Gap, Restart, _offsets, restarts, unread
+from hudi_cdc.kafka_gaps import Gap, Restart, _offsets, restarts, suspects, unread
 
 T = "srv.db.t"
 
@@ -52,3 +52,10 @@ def test_the_kafka_offsets_of_spark_checkpoint_files() -> None:
     assert _offsets(initial, line=1) == {T: {"0": 0}}
     assert _offsets(None, line=2) is None
     assert _offsets("v1\n{}\n-", line=2) is None  # a source without offsets
+
+
+def test_kafka_is_asked_only_about_partitions_not_read_from_their_planned_start() -> None:
+    start, end = {T: {"0": 3, "1": 5, "2": 7, "3": 2}}, {T: {"0": 6, "1": 9, "2": 7, "3": 4, "4": 1}}
+    first_read = {T: {"0": 3, "1": 6}}  # 2: nothing planned; 3: planned, nothing read; 4: new partition
+    assert suspects(start, end, first_read) == {T: {"1": 5, "3": 2}}
+    assert suspects(start, end, {T: {"0": 3, "1": 5, "3": 2}}) == {}
