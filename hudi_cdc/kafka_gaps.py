@@ -7,8 +7,10 @@ the batch's planned start (Spark's offset log in the checkpoint) up to the first
 batch read, that Kafka no longer holds (below its log start offset). They are offsets, not
 records seen: a gap may also hold transaction markers, which Kafka deleted with it.
 
-A topic deleted and created again restarts below the planned start: what the old topic held
-after that start cannot be counted; it is reported as such.
+A topic deleted and created again ends below the planned start: Spark drops that range and goes
+on from the new topic's end, so the new topic's records up to there are never read; they are
+counted the same way. What the old topic held past the planned start cannot be counted, and the
+warning says so.
 """
 
 from __future__ import annotations
@@ -34,20 +36,12 @@ class Gap:
     partition: str
     first: int
     last: int
+    recreated: bool = False
+    """The offsets went back (the topic was created anew): these are the new topic's records."""
 
     @property
     def offsets(self) -> int:
         return self.last - self.first + 1
-
-
-@dataclass(frozen=True)
-class Restart:
-    """A partition the batch read from below its planned start: the topic was created anew."""
-
-    topic: str
-    partition: str
-    planned: int
-    first_read: int
 
 
 def planned_range(spark: SparkSession, checkpoint_dir: str, batch_id: int) -> tuple[Positions, Positions] | None:
@@ -79,7 +73,8 @@ def _offsets(text: str | None, *, line: int) -> Positions | None:
 
 
 def unread(start: Positions, end: Positions, first_read: Positions, log_start: Positions) -> list[Gap]:
-    """The planned offsets before the first one read (all, where none was read) that Kafka no longer holds.
+    """The planned offsets before the first one read (all, where none was read) that Kafka no longer holds;
+    where the offsets went back (end below start), the new topic's records before the end.
 
     `end` is exclusive; a partition missing from `log_start` (Kafka did not answer) counts nothing.
     """
@@ -90,6 +85,10 @@ def unread(start: Positions, end: Positions, first_read: Positions, log_start: P
             oldest = log_start.get(topic, {}).get(partition)
             if planned_start is None or oldest is None:
                 continue  # a partition new in this batch starts at its oldest record; nothing skipped
+            if planned_end < planned_start:  # Spark reads none of it and goes on from planned_end
+                # reported even when the new topic holds nothing: the old one's records are gone
+                gaps.append(Gap(topic, partition, min(oldest, planned_end), planned_end - 1, recreated=True))
+                continue
             read_from = first_read.get(topic, {}).get(partition, planned_end)
             stop = min(read_from, oldest, planned_end)
             if stop > planned_start:
@@ -98,7 +97,8 @@ def unread(start: Positions, end: Positions, first_read: Positions, log_start: P
 
 
 def suspects(start: Positions, end: Positions, first_read: Positions) -> dict[str, dict[str, int]]:
-    """The partitions whose batch did not read from its planned start: only these can hold a gap.
+    """The partitions whose batch did not read from its planned start (or whose offsets went back):
+    only these can hold a gap.
 
     Why: Kafka is asked for the oldest offsets of these alone, which in a batch without a gap
     is none (a request per partition adds up over hundreds of partitions).
@@ -107,19 +107,9 @@ def suspects(start: Positions, end: Positions, first_read: Positions) -> dict[st
     for topic, partitions in end.items():
         for partition, planned_end in partitions.items():
             planned_start = start.get(topic, {}).get(partition)
-            if planned_start is not None and first_read.get(topic, {}).get(partition, planned_end) > planned_start:
+            if planned_start is not None and first_read.get(topic, {}).get(partition, planned_end) != planned_start:
                 found.setdefault(topic, {})[partition] = planned_start
     return found
-
-
-def restarts(start: Positions, first_read: Positions) -> list[Restart]:
-    """Partitions whose first offset read is below the planned start (the topic was created anew)."""
-    return [
-        Restart(topic, partition, start[topic][partition], offset)
-        for topic, partitions in first_read.items()
-        for partition, offset in partitions.items()
-        if offset < start.get(topic, {}).get(partition, offset)
-    ]
 
 
 class LenientGaps:
@@ -144,23 +134,24 @@ class LenientGaps:
         log_start = self.watermarks.starts(asked) if asked else {}
         for gap in unread(start, end, metrics.first_read, log_start):
             table = self.config.table_of_topic(gap.topic)
+            if table is not None:
+                _metrics_of(metrics, table).lost += gap.offsets
+            if gap.recreated:
+                log.warning(
+                    "batch %d table %s: %s[%s] went back from offset %d to %d (the topic was created anew): Spark "
+                    "goes on from %d, so the new topic's %d record(s) before it were skipped unread, and what the "
+                    "old topic held from offset %d on was never read and cannot be counted. Re-snapshot the table "
+                    "at the source",
+                    batch_id, table or "(no route)", gap.topic, gap.partition, start[gap.topic][gap.partition],
+                    gap.last + 1, gap.last + 1, gap.offsets, start[gap.topic][gap.partition],
+                )  # fmt: skip
+                continue
             log.warning(
                 "batch %d table %s: %d record(s) of %s[%s] at offsets %d..%d were deleted from Kafka before "
                 "the job read them; skipped (kafka.fail_on_data_loss: false). Re-snapshot the table at the "
                 "source if they matter",
                 batch_id, table or "(no route)", gap.offsets, gap.topic, gap.partition, gap.first, gap.last,
             )  # fmt: skip
-            if table is not None:
-                _metrics_of(metrics, table).lost += gap.offsets
-        for restart in restarts(start, metrics.first_read):
-            log.warning(
-                "batch %d table %s: %s[%s] was read from offset %d, below the checkpoint's %d: the topic was "
-                "created anew, and what the old one held from offset %d on was never read and cannot be "
-                "counted. Re-snapshot the table at the source if it matters",
-                batch_id, self.config.table_of_topic(restart.topic) or "(no route)", restart.topic,
-                restart.partition, restart.first_read, restart.planned, restart.planned,
-            )  # fmt: skip
-
 
     def close(self) -> None:
         self.watermarks.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hudi_cdc.kafka_gaps import Gap, Restart, _offsets, restarts, suspects, unread
+from hudi_cdc.kafka_gaps import Gap, _offsets, suspects, unread
 
 T = "srv.db.t"
 
@@ -40,9 +40,13 @@ def test_new_partitions_and_unanswered_partitions_count_nothing() -> None:
     assert unread({T: {"0": 3, "1": 0}}, end, {}, {T: {"1": 0}}) == []  # Kafka did not answer for 0
 
 
-def test_a_topic_created_anew_is_read_below_the_planned_start() -> None:
-    assert restarts({T: {"0": 40, "1": 2}}, {T: {"0": 0, "1": 2}}) == [Restart(T, "0", 40, 0)]
-    assert restarts({T: {"0": 40}}, {"other": {"0": 0}}) == []
+def test_a_topic_created_anew_ends_below_the_planned_start_and_its_records_before_the_end_are_skipped() -> None:
+    # Spark drops the range 40..2 and goes on from 2: the new topic's offsets 0 and 1 are never read
+    assert unread({T: {"0": 40}}, {T: {"0": 2}}, {}, {T: {"0": 0}}) == [Gap(T, "0", 0, 1, recreated=True)]
+    # an empty new topic: nothing countable, still reported
+    (empty,) = unread({T: {"0": 40}}, {T: {"0": 0}}, {}, {T: {"0": 0}})
+    assert (empty.recreated, empty.offsets) == (True, 0)
+    assert suspects({T: {"0": 40}}, {T: {"0": 2}}, {}) == {T: {"0": 40}}
 
 
 def test_the_kafka_offsets_of_spark_checkpoint_files() -> None:
