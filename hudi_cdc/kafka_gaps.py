@@ -28,9 +28,10 @@ from hudi_cdc.metrics import BatchMetrics, TableMetrics
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Gap:
-    """Offsets `first` to `last` of one topic-partition that a batch was to read and Kafka no longer held."""
+    """Offsets `first` to `last` of one topic-partition that a batch was to read and never did."""
 
     topic: str
     partition: str
