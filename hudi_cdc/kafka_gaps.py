@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -73,6 +74,16 @@ def _offsets(text: str | None, *, line: int) -> Positions | None:
     return {topic: {str(p): int(o) for p, o in partitions.items()} for topic, partitions in parsed.items()}
 
 
+def _planned(start: Positions, end: Positions, first_read: Positions) -> Iterator[tuple[str, str, int, int, int]]:
+    """(topic, partition, planned start, planned end, first offset read) of each partition that had a
+    planned start; the first offset read is the planned end where the batch read none."""
+    for topic, partitions in end.items():
+        for partition, planned_end in partitions.items():
+            planned_start = start.get(topic, {}).get(partition)
+            if planned_start is not None:  # else new in this batch: it starts at its oldest record
+                yield topic, partition, planned_start, planned_end, first_read.get(topic, {}).get(partition, planned_end)
+
+
 def unread(start: Positions, end: Positions, first_read: Positions, log_start: Positions) -> list[Gap]:
     """The planned offsets before the first one read (all, where none was read) that Kafka no longer holds;
     where the offsets went back (end below start), the new topic's records before the end.
@@ -80,20 +91,15 @@ def unread(start: Positions, end: Positions, first_read: Positions, log_start: P
     `end` is exclusive; a partition missing from `log_start` (Kafka did not answer) counts nothing.
     """
     gaps = []
-    for topic, partitions in end.items():
-        for partition, planned_end in partitions.items():
-            planned_start = start.get(topic, {}).get(partition)
-            oldest = log_start.get(topic, {}).get(partition)
-            if planned_start is None or oldest is None:
-                continue  # a partition new in this batch starts at its oldest record; nothing skipped
-            if planned_end < planned_start:  # Spark reads none of it and goes on from planned_end
-                # reported even when the new topic holds nothing: the old one's records are gone
-                gaps.append(Gap(topic, partition, min(oldest, planned_end), planned_end - 1, recreated=True))
-                continue
-            read_from = first_read.get(topic, {}).get(partition, planned_end)
-            stop = min(read_from, oldest, planned_end)
-            if stop > planned_start:
-                gaps.append(Gap(topic, partition, planned_start, stop - 1))
+    for topic, partition, planned_start, planned_end, read_from in _planned(start, end, first_read):
+        oldest = log_start.get(topic, {}).get(partition)
+        if oldest is None:
+            continue
+        if planned_end < planned_start:  # Spark reads none of it and goes on from planned_end
+            # reported even when the new topic holds nothing: the old one's records are gone
+            gaps.append(Gap(topic, partition, min(oldest, planned_end), planned_end - 1, recreated=True))
+        elif (stop := min(read_from, oldest)) > planned_start:
+            gaps.append(Gap(topic, partition, planned_start, stop - 1))
     return gaps
 
 
@@ -105,19 +111,17 @@ def suspects(start: Positions, end: Positions, first_read: Positions) -> dict[st
     is none (a request per partition adds up over hundreds of partitions).
     """
     found: dict[str, dict[str, int]] = {}
-    for topic, partitions in end.items():
-        for partition, planned_end in partitions.items():
-            planned_start = start.get(topic, {}).get(partition)
-            if planned_start is not None and first_read.get(topic, {}).get(partition, planned_end) != planned_start:
-                found.setdefault(topic, {})[partition] = planned_start
+    for topic, partition, planned_start, _, read_from in _planned(start, end, first_read):
+        if read_from != planned_start:
+            found.setdefault(topic, {})[partition] = planned_start
     return found
 
 
 class LenientGaps:
-    """Counts, after each batch of a lenient run, the records Kafka deleted before the batch read them.
+    """Counts, after each batch of a lenient run, the records the batch skipped unread (`unread`).
 
     Each gap is logged as a warning naming table, topic, partition and offsets, and added to
-    the table's `TableMetrics.lost` (so to `hudi_cdc_records_lost` and the batch's log line).
+    the table's `TableMetrics.lost` (so to `hudi_cdc_records_lost`).
     """
 
     def __init__(self, spark: SparkSession, config: Config) -> None:

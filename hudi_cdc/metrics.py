@@ -44,8 +44,9 @@ class TableMetrics:
     behind_watermark: int = 0
     """Change events older than the watermark the table had already committed (applied or late)."""
     lost: int = 0
-    """Offsets of the table's topics Kafka deleted before the batch read them, gone past by a run
-    with `kafka.fail_on_data_loss: false` (`hudi_cdc.kafka_gaps`). Never read, so outside `read`."""
+    """Offsets of the table's topics the batch skipped unread, in a run with `kafka.fail_on_data_loss:
+    false`: deleted before it read them, or a recreated topic's first ones (`hudi_cdc.kafka_gaps`).
+    Never read, so outside `read`."""
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None

@@ -104,7 +104,7 @@ class JobMetrics:
         )
         self.lost = Counter(
             "hudi_cdc_records_lost",
-            "Records Kafka deleted before the job read them, gone past with kafka.fail_on_data_loss false.",
+            "Records skipped unread with kafka.fail_on_data_loss false (deleted, or a recreated topic's first).",
             labels,
             registry=self.registry,
         )

