@@ -27,8 +27,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,mysql]'
 	touch $@
 
-system-packages:  ## Debian packages the services need (Java 17, Maven)
-	@command -v mvn >/dev/null && test -n "$(JAVA17)" && test -x /usr/sbin/mariadbd || { apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven mariadb-server-core mariadb-client; }
+system-packages:  ## Debian packages the services need (Java 17, Maven, MariaDB, PostgreSQL)
+	@command -v mvn >/dev/null && test -n "$(JAVA17)" && test -x /usr/sbin/mariadbd && ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven mariadb-server-core mariadb-client postgresql; }
 
 jars: $(BUILD)/jars/.fetched  ## Spark jars (Hudi bundle, Kafka source) -> build/jars
 $(BUILD)/jars/.fetched: infra/spark/pom.xml | system-packages
@@ -44,7 +44,7 @@ $(BUILD)/kafka/.fetched: infra/kafka/pom.xml | system-packages
 	touch $@
 
 .PHONY: connect
-connect: $(BUILD)/connect/.fetched  ## Kafka Connect worker + Debezium MariaDB plugin -> build/connect/{libs,plugins}
+connect: $(BUILD)/connect/.fetched  ## Kafka Connect worker + Debezium MariaDB and PostgreSQL plugins -> build/connect/{libs,plugins}
 $(BUILD)/connect/.fetched: infra/connect/pom.xml | system-packages
 	rm -rf $(BUILD)/connect && mkdir -p $(BUILD)/connect/libs $(BUILD)/connect/plugins
 	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DexcludeTypes=tar.gz -DoutputDirectory=$(CURDIR)/$(BUILD)/connect/libs

@@ -1,9 +1,10 @@
-"""Kafka Connect (one distributed worker) with the Debezium MariaDB connector.
+"""Kafka Connect (one distributed worker) with the Debezium MariaDB and PostgreSQL connectors.
 
 `LocalConnect` runs the worker from `make connect` (build/connect/libs + build/connect/plugins,
 pinned in infra/connect/pom.xml) on Java 17 and a free 127.0.0.1 REST port; files live in
 build/run/connect/. Its REST client is the production `hudi_cdc.connect.ConnectRest` (which also
-owns `start_connector_at_binlog`). `mariadb_connector_config` builds a Debezium config.
+owns `start_connector_at_binlog`). `mariadb_connector_config` and `postgres_connector_config`
+build Debezium configs.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 SERVICE = "connect"
 MARIADB_CONNECTOR_CLASS = "io.debezium.connector.mariadb.MariaDbConnector"
+POSTGRES_CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 AVRO_CONVERTER = "io.apicurio.registry.utils.converter.AvroConverter"
 SnapshotMode = Literal[
@@ -75,7 +77,6 @@ class LocalConnect(ConnectRest, LocalService):
         """The worker's log file (stdout and stderr of the JVM)."""
         return self.directory / f"{SERVICE}.log"
 
-
     def start(self) -> LocalConnect:
         """Start the worker; return when /health answers and the MariaDB connector plugin is listed."""
         began = time.monotonic()
@@ -104,8 +105,6 @@ class LocalConnect(ConnectRest, LocalService):
         self._launch(process, self._ready, timeout=self.startup_timeout, began=began, interval=0.5)
         log.info("connect up at %s in %.1fs", self.url, self.startup_seconds)
         return self
-
-
 
     def _write_worker_properties(self, plugins: Path) -> Path:
         props = {
@@ -187,15 +186,68 @@ def mariadb_connector_config(
         "tombstones.on.delete": "true",
         "schema.history.internal.kafka.bootstrap.servers": bootstrap_servers,
         "schema.history.internal.kafka.topic": f"_schema_history.{topic_prefix}",
-        "key.converter": JSON_CONVERTER,
-        "key.converter.schemas.enable": "true",
-        "value.converter": JSON_CONVERTER,
-        "value.converter.schemas.enable": "true",
-        "topic.creation.default.replication.factor": "1",
-        "topic.creation.default.partitions": "1",
+        **_JSON_TOPICS,
     }
     config.update(extra or {})
     return config
+
+
+def postgres_connector_config(
+    *,
+    hostname: str,
+    port: int,
+    user: str,
+    password: str,
+    dbname: str,
+    topic_prefix: str,
+    tables: Iterable[str],
+    slot: str,
+    snapshot_mode: SnapshotMode = "initial",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """A Debezium PostgreSQL connector config over `pgoutput`: JSON with schemas, topics `<prefix>.<schema>.<table>`.
+
+    `tables` are `schema.table` names. `slot` names the replication slot and the publication
+    (one each per connector; the slot is dropped when the connector stops, so a deleted test
+    connector holds no WAL back). Truncates are streamed (`skipped.operations=none`; Debezium
+    skips them by default). `extra` overrides or adds keys.
+    """
+    if snapshot_mode not in get_args(SnapshotMode):
+        raise ValueError(f"snapshot_mode {snapshot_mode!r}: valid are {', '.join(get_args(SnapshotMode))}")
+    config = {
+        "connector.class": POSTGRES_CONNECTOR_CLASS,
+        "tasks.max": "1",
+        "plugin.name": "pgoutput",
+        "database.hostname": hostname,
+        "database.port": str(port),
+        "database.user": user,
+        "database.password": password,
+        "database.dbname": dbname,
+        "topic.prefix": topic_prefix,
+        "table.include.list": ",".join(re.escape(t) for t in tables),
+        "slot.name": slot,
+        "slot.drop.on.stop": "true",
+        "publication.name": f"{slot}_publication",
+        "publication.autocreate.mode": "filtered",
+        "snapshot.mode": snapshot_mode,
+        "skipped.operations": "none",
+        "tombstones.on.delete": "true",
+        **_JSON_TOPICS,
+    }
+    config.update(extra or {})
+    return config
+
+
+# What both connector configs write: JSON with schemas, into topics Connect creates with one
+# partition (Debezium's per-table default).
+_JSON_TOPICS = {
+    "key.converter": JSON_CONVERTER,
+    "key.converter.schemas.enable": "true",
+    "value.converter": JSON_CONVERTER,
+    "value.converter.schemas.enable": "true",
+    "topic.creation.default.replication.factor": "1",
+    "topic.creation.default.partitions": "1",
+}
 
 
 def avro_converter_config(registry_v2_url: str) -> dict[str, str]:

@@ -113,8 +113,12 @@ class ServiceProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         directory: Path | None = None,
+        stop_signal: signal.Signals = signal.SIGTERM,
     ) -> None:
         self.name = name
+        self.stop_signal = stop_signal
+        """The signal `stop()` sends first (PostgreSQL's fast shutdown is SIGINT: its SIGTERM
+        waits for every client, a replication connection included, to leave)."""
         self.command = list(command)
         self.env = dict(env) if env is not None else None
         self.directory = directory or run_dir(name)
@@ -192,14 +196,20 @@ class ServiceProcess:
             time.sleep(interval)
 
     def stop(self, timeout: float = 15.0) -> None:
-        """Terminate this PID, wait up to `timeout` seconds, then kill it. Idempotent."""
+        """Send `stop_signal` to this PID, wait up to `timeout` seconds, then kill it. Idempotent."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(self.stop_signal)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                log.warning("%s (pid %d) ignored SIGTERM for %.0fs; killing it", self.name, proc.pid, timeout)
+                log.warning(
+                    "%s (pid %d) ignored %s for %.0fs; killing it",
+                    self.name,
+                    proc.pid,
+                    self.stop_signal.name,
+                    timeout,
+                )
                 proc.kill()
                 proc.wait(5)
             log.info("%s stopped, pid %d, exit code %s", self.name, proc.pid, proc.returncode)
@@ -248,7 +258,9 @@ class LocalService:
     def start(self) -> Self:
         raise NotImplementedError
 
-    def _launch(self, process: ServiceProcess, probe: Probe, *, timeout: float, began: float, interval: float = 0.2) -> None:
+    def _launch(
+        self, process: ServiceProcess, probe: Probe, *, timeout: float, began: float, interval: float = 0.2
+    ) -> None:
         """Start `process`, wait for `probe`; on failure stop it (its log tail is in the error)."""
         process.start()
         self._process = process

@@ -1,4 +1,4 @@
-"""Real services for integration tests: one Kafka, MariaDB and Connect worker per session.
+"""Real services for integration tests: one Kafka, MariaDB, PostgreSQL and Connect worker per session.
 
 Each is started by the same devkit.services module the demo uses, on free ports, with its
 files under build/run/<service>/. When an integration test fails, the tails of the service
@@ -20,6 +20,7 @@ from devkit.services.connect import LocalConnect
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
+from devkit.services.postgres import LocalPostgres
 from devkit.services.presto import LocalPresto
 from devkit.services.process import log_tail
 from devkit.services.registry import LocalRegistry
@@ -67,8 +68,15 @@ def mariadb() -> Iterator[LocalMariaDB]:
 
 
 @pytest.fixture(scope="session")
+def postgres() -> Iterator[LocalPostgres]:
+    """A PostgreSQL server with logical decoding on (`wal_level=logical`)."""
+    with LocalPostgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def connect(kafka: LocalKafka) -> Iterator[LocalConnect]:
-    """A Kafka Connect worker with the Debezium MariaDB plugin, on the session's broker."""
+    """A Kafka Connect worker with the Debezium MariaDB and PostgreSQL plugins, on the session's broker."""
     with LocalConnect(kafka.bootstrap_servers) as worker:
         yield worker
 
