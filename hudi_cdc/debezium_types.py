@@ -198,8 +198,67 @@ def _time(kind: str, wire: DataType, to_micros: Converter) -> ColumnType:
     return ColumnType(kind, wire, StringType(), lambda c: time_text(to_micros(c)))
 
 
-def _timestamp(kind: str, convert: Converter) -> ColumnType:
-    return ColumnType(kind, LongType(), TimestampType(), convert)
+def _timestamp(kind: str, convert: Converter, infinities: Infinities) -> ColumnType:
+    """A timestamp sent as a number; `infinities`: the numbers PostgreSQL's +/-infinity arrive as."""
+    return ColumnType(
+        kind,
+        LongType(),
+        TimestampType(),
+        lambda c: _finite(c, infinities, _micros(LATEST_MICROS), _micros(EARLIEST_MICROS), convert),
+    )
+
+
+# PostgreSQL's 'infinity' and '-infinity' dates and timestamps. No reader of a lakehouse table
+# has an infinite value, so they become the latest and earliest values of Spark's (and Trino's,
+# Hive's) documented range: 9999-12-31 23:59:59.999999 and 0001-01-01 00:00:00 UTC (dates
+# 9999-12-31 and 0001-01-01), which keep their order against every real value. Debezium sends
+# them as the values below (read off its real events; the same for the snapshot and the stream
+# unless said), and ZonedTimestamp as the words. None of these numbers is a date or time
+# PostgreSQL or MySQL can hold otherwise.
+Infinities = tuple[tuple[object, ...], tuple[object, ...]]
+"""(what +infinity arrives as, what -infinity arrives as)."""
+LATEST_MICROS, EARLIEST_MICROS = 253_402_300_799_999_999, -62_135_596_800_000_000
+LATEST_DAY, EARLIEST_DAY = 2_932_896, -719_162
+PG_INFINITY_MICROS: Infinities = ((9_223_372_036_825_200_000,), (-9_223_372_036_832_400_000,))
+"""MicroTimestamp (and NanoTimestamp): the JDBC driver's +/-infinity milliseconds, sent unscaled."""
+PG_INFINITY_MILLIS: Infinities = ((9_223_372_036_825_200,), (-9_223_372_036_832_400,))
+"""Timestamp (milliseconds: `timestamp(0..3)` columns)."""
+PG_INFINITY_DAYS: Infinities = ((-622_191_234, -2_147_472_692), (-625_821_272, -2_147_472_691))
+"""Date, (snapshot, stream) each: int overflows of the driver's sentinels and of PostgreSQL's own
+(its int32 extremes, counted from 2000-01-01), all before the year -1,000,000."""
+PG_INFINITY_WORDS: Infinities = (("infinity", "+infinity"), ("-infinity",))
+"""ZonedTimestamp (compared lower-case)."""
+
+
+def _finite(
+    value: Column, infinities: Infinities, latest: Column, earliest: Column, convert: Converter
+) -> Column:
+    """`convert(value)`, with PostgreSQL's infinities as `latest` and `earliest`."""
+    positive, negative = infinities
+    return (
+        F.when(value.isin(*positive), latest).when(value.isin(*negative), earliest).otherwise(convert(value))
+    )
+
+
+def _date() -> ColumnType:
+    def convert(days: Column) -> Column:
+        latest, earliest = (
+            F.date_from_unix_date(F.lit(LATEST_DAY)),
+            F.date_from_unix_date(F.lit(EARLIEST_DAY)),
+        )
+        return _finite(days, PG_INFINITY_DAYS, latest, earliest, F.date_from_unix_date)
+
+    return ColumnType("date", IntegerType(), DateType(), convert)
+
+
+def _zoned_timestamp(text: Column) -> Column:
+    """ISO-8601 with an offset ('2024-03-01T12:30:15.5+02:00', 'Z') -> the instant, in UTC."""
+    latest, earliest = _micros(LATEST_MICROS), _micros(EARLIEST_MICROS)
+    return _finite(F.lower(text), PG_INFINITY_WORDS, latest, earliest, lambda _word: text.cast("timestamp"))
+
+
+def _micros(value: int) -> Column:
+    return F.timestamp_micros(F.lit(value))
 
 
 def _variable_scale_decimal(_field: dict[str, Any]) -> ColumnType:
@@ -213,26 +272,29 @@ def _variable_scale_decimal(_field: dict[str, Any]) -> ColumnType:
 
 _LOGICAL: dict[str, Callable[[dict[str, Any]], ColumnType]] = {
     VARIABLE_SCALE_DECIMAL: _variable_scale_decimal,
-    "io.debezium.time.Date": lambda _f: ColumnType("date", IntegerType(), DateType(), F.date_from_unix_date),
-    "org.apache.kafka.connect.data.Date": lambda _f: ColumnType(
-        "date", IntegerType(), DateType(), F.date_from_unix_date
-    ),
+    "io.debezium.time.Date": lambda _f: _date(),
+    "org.apache.kafka.connect.data.Date": lambda _f: _date(),
     "io.debezium.time.Time": lambda _f: _time("time-ms", IntegerType(), lambda c: c.cast("long") * 1000),
     "org.apache.kafka.connect.data.Time": lambda _f: _time(
         "time-ms", IntegerType(), lambda c: c.cast("long") * 1000
     ),
     "io.debezium.time.MicroTime": lambda _f: _time("time-us", LongType(), _same),
     "io.debezium.time.NanoTime": lambda _f: _time("time-ns", LongType(), _nanos_to_micros_towards_zero),
-    "io.debezium.time.Timestamp": lambda _f: _timestamp("timestamp-ms", F.timestamp_millis),
-    "org.apache.kafka.connect.data.Timestamp": lambda _f: _timestamp("timestamp-ms", F.timestamp_millis),
-    "io.debezium.time.MicroTimestamp": lambda _f: _timestamp("timestamp-us", F.timestamp_micros),
+    "io.debezium.time.Timestamp": lambda _f: _timestamp(
+        "timestamp-ms", F.timestamp_millis, PG_INFINITY_MILLIS
+    ),
+    "org.apache.kafka.connect.data.Timestamp": lambda _f: _timestamp(
+        "timestamp-ms", F.timestamp_millis, PG_INFINITY_MILLIS
+    ),
+    "io.debezium.time.MicroTimestamp": lambda _f: _timestamp(
+        "timestamp-us", F.timestamp_micros, PG_INFINITY_MICROS
+    ),
     # floor (towards the past, also before 1970): Spark timestamps hold microseconds
     "io.debezium.time.NanoTimestamp": lambda _f: _timestamp(
-        "timestamp-ns", lambda c: F.timestamp_micros(floor_div(c, 1000))
+        "timestamp-ns", lambda c: F.timestamp_micros(floor_div(c, 1000)), PG_INFINITY_MICROS
     ),
-    # ISO-8601 with an offset ('2024-03-01T12:30:15.5+02:00', 'Z'): the instant, in UTC
     "io.debezium.time.ZonedTimestamp": lambda _f: ColumnType(
-        "zoned-timestamp", StringType(), TimestampType(), lambda c: c.cast("timestamp")
+        "zoned-timestamp", StringType(), TimestampType(), _zoned_timestamp
     ),
     "io.debezium.time.Year": lambda _f: ColumnType("year", IntegerType(), IntegerType()),
 }

@@ -18,6 +18,16 @@ _HUDI_SESSION_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
     # Debezium timestamps are UTC instants; reading them in another zone would shift wall clocks.
     "spark.sql.session.timeZone": "UTC",
+    # Debezium's epoch days and microseconds are proleptic Gregorian, as Spark 3+, Trino and
+    # hudi-rs read them. By default Spark refuses to write a date before 1582-10-15 or a
+    # timestamp before 1900 to Parquet or Avro (Hudi's base and log files), or to read one from
+    # a file that does not name its calendar: such a record failed its batch. Stored as sent.
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+    "spark.sql.avro.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.avro.datetimeRebaseModeInRead": "CORRECTED",
 }
 
 CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"

@@ -9,17 +9,20 @@ types NUMERIC with and without a scale, TIMESTAMPTZ, TIMESTAMP, DATE, UUID, JSON
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from devkit.services.connect import LocalConnect, postgres_connector_config
 from devkit.services.kafka import LocalKafka
@@ -46,6 +49,7 @@ DDL = """CREATE TABLE {t} (
 )"""
 COLUMNS = ["id", "customer", "amount", "ratio", "placed", "due", "seen", "ref", "attrs", "vip", "note"]
 # Stored out of line, uncompressed: an update that leaves it alone sends Debezium's placeholder.
+TOASTED = "ALTER TABLE {t} ALTER COLUMN note SET STORAGE EXTERNAL"
 LONG_NOTE = "toasted " * 1_000
 
 
@@ -80,6 +84,59 @@ def _rows(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {r["id"]: {c: _as_stored(c, r[c]) for c in COLUMNS} for r in rows}
 
 
+@dataclass
+class Captured:
+    """A PostgreSQL table streamed by its own Debezium connector into a hudi_cdc job's table."""
+
+    qualified: str
+    job: Job
+
+    def holds(self, ids: set[int]) -> Callable[[], bool]:
+        """A condition for `_wait_for`: run the job once; does the Hudi table hold exactly `ids`?"""
+        table = self.job.tables[0]["name"]
+
+        def landed() -> bool:
+            self.job.run()
+            if not table_exists(self.job.spark, self.job.path(table)):
+                return False
+            stored = self.job.spark.read.format("hudi").load(self.job.path(table)).select("id").collect()
+            return {r["id"] for r in stored} == ids
+
+        return landed
+
+
+@contextlib.contextmanager
+def captured(
+    postgres: LocalPostgres, connect: LocalConnect, job: Job, ddl: Sequence[str], rows: list[tuple[Any, ...]]
+) -> Iterator[Captured]:
+    """Create `<schema>.<table>` with the statements `ddl` (a `{t}` placeholder) and `rows`, and stream it.
+
+    The connector snapshots the rows, then streams through `pgoutput`; its schema, slot and
+    connector are removed at the end.
+    """
+    table = job.tables[0]["name"]
+    schema, prefix = f"s_{job.suffix}", f"pg_{job.suffix}"
+    qualified = f"{schema}.{table}"
+    postgres.execute(f"CREATE SCHEMA {schema}")
+    for statement in ddl:
+        postgres.execute(statement.format(t=qualified))
+    for row in rows:
+        postgres.execute(f"INSERT INTO {qualified} VALUES ({', '.join(['%s'] * len(row))})", row)
+    job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
+    config = postgres_connector_config(
+        hostname=postgres.host, port=postgres.port, user=postgres.user, password=postgres.password,
+        dbname="postgres", topic_prefix=prefix, tables=[qualified], slot=f"hudi_cdc_{job.suffix}",
+    )  # fmt: skip
+    connector = f"postgres-{job.suffix}"
+    connect.create_connector(connector, config, initial_state="RUNNING")
+    try:
+        connect.wait_running(connector)
+        yield Captured(qualified, job)
+    finally:
+        connect.delete_connector(connector)
+        postgres.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
 def test_postgres_changes_land_row_for_row(
     spark: SparkSession,
     kafka: LocalKafka,
@@ -88,53 +145,26 @@ def test_postgres_changes_land_row_for_row(
     read_topic: ReadTopic,
     tmp_path: Path,
 ) -> None:
-    suffix = uuid.uuid4().hex[:8]
-    schema, prefix = f"shop_{suffix}", f"pg_{suffix}"
-    qualified = f"{schema}.orders"
-    postgres.execute(f"CREATE SCHEMA {schema}")
-    postgres.execute(DDL.format(t=qualified))
-    postgres.execute(f"ALTER TABLE {qualified} ALTER COLUMN note SET STORAGE EXTERNAL")
-    insert = f"INSERT INTO {qualified} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    for row in (
+    rows = [
         (1, "sally", Decimal("120.50"), Decimal("0.333333333333333333333"), "2024-03-01 12:30:15.123456+02",
          dt.date(1990, 5, 17), dt.datetime(2024, 3, 1, 12, 30, 15, 123456), uuid.UUID(int=1), '{"vip": true}',
          True, _note(1)),
         (2, "george", Decimal("-15.00"), Decimal("12"), None, None, None, None, None, False, _note(2)),
         (3, "edward", Decimal("0.99"), Decimal("-7.5"), "1969-12-31 23:59:59.5Z", dt.date(1960, 1, 1),
          dt.datetime(1960, 1, 1), uuid.uuid4(), "[1, 2]", None, _note(3)),
-    ):  # fmt: skip
-        postgres.execute(insert, row)
-
-    config = postgres_connector_config(
-        hostname=postgres.host, port=postgres.port, user=postgres.user, password=postgres.password,
-        dbname="postgres", topic_prefix=prefix, tables=[qualified], slot=f"hudi_cdc_{suffix}",
-    )  # fmt: skip
-    connector = f"postgres-{suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        job = Job(spark, kafka, tmp_path, [{"name": "orders", "key": ["id"], "type": "MERGE_ON_READ"}])
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
-
-        def holds(ids: set[int]) -> Callable[[], bool]:
-            def landed() -> bool:
-                job.run()
-                return (
-                    table_exists(spark, job.path("orders"))
-                    and {r["id"] for r in job.rows_spark("orders")} == ids
-                )
-
-            return landed
+    ]  # fmt: skip
+    job = Job(spark, kafka, tmp_path, [{"name": "orders", "key": ["id"], "type": "MERGE_ON_READ"}])
+    with captured(postgres, connect, job, [DDL, TOASTED], rows) as source:
+        qualified = source.qualified
 
         def assert_equal_to_postgres() -> None:
-            expected = _rows(
-                [dict(zip(COLUMNS, r, strict=True)) for r in postgres.execute(f"SELECT * FROM {qualified}")]
-            )
+            stored = postgres.execute(f"SELECT * FROM {qualified}")
+            expected = _rows([dict(zip(COLUMNS, r, strict=True)) for r in stored])
             for reader in (job.rows_spark, job.rows_hudi_rs):
                 assert _rows(reader("orders")) == expected, reader.__name__
 
         # Changes made before the connector's snapshot began would be part of it: snapshot first.
-        _wait_for(holds({1, 2, 3}))
+        _wait_for(source.holds({1, 2, 3}))
         for statement in (
             f"INSERT INTO {qualified} (id, customer, amount, note) VALUES (4, 'anne', 42.00, 'short')",
             f"UPDATE {qualified} SET amount = 10.00 WHERE id = 2",  # note: TOASTed and unchanged
@@ -144,7 +174,7 @@ def test_postgres_changes_land_row_for_row(
             f"UPDATE {qualified} SET id = 10 WHERE id = 4",  # a key change: delete 4, create 10
         ):
             postgres.execute(statement)
-        _wait_for(holds({1, 2, 10}))
+        _wait_for(source.holds({1, 2, 10}))
         assert_equal_to_postgres()
         stored = {r["id"]: r["note"] for r in job.rows_spark("orders")}
         assert stored[1] == _note(1) and stored[2] == _note(2), "an unchanged TOASTed column lost its value"
@@ -155,7 +185,7 @@ def test_postgres_changes_land_row_for_row(
         # A TRUNCATE removes every row written before it; what follows in the stream stays.
         postgres.execute(f"TRUNCATE {qualified}")
         postgres.execute(f"INSERT INTO {qualified} (id, customer, placed) VALUES (20, 'zoe', now())")
-        _wait_for(holds({20}))
+        _wait_for(source.holds({20}))
         assert_equal_to_postgres()
         outcomes = [t for b in job.batches for t in b.tables]
         assert sum(t.dead_letter for t in outcomes) == 0
@@ -167,6 +197,108 @@ def test_postgres_changes_land_row_for_row(
         assert [v["op"] for v in values] == ["r"] * 3 + ["c", "u", "u", "u", "d", "d", "c", "t", "c"]
         assert [v["after"]["note"] for v in values[4:7]] == [TOAST_PLACEHOLDER] * 3
         assert all(v["source"]["lsn"] > 0 for v in values)
-    finally:
-        connect.delete_connector(connector)
-        postgres.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+MOMENTS_DDL = """CREATE TABLE {t} (
+  id integer PRIMARY KEY, d date, ts timestamp(6), ts0 timestamp(0), tz timestamptz, tz3 timestamptz(3)
+)"""
+MOMENTS = ["id", "d", "ts", "ts0", "tz", "tz3"]
+LATEST, EARLIEST = dt.datetime(9999, 12, 31, 23, 59, 59, 999_999), dt.datetime(1, 1, 1)
+EPOCH = dt.datetime(1970, 1, 1)
+# What Debezium 3.5 sends for PostgreSQL's 'infinity' and '-infinity', read off its real events
+_INFINITE_WIRE: dict[str, dict[Any, Any]] = {
+    # the snapshot's (JDBC) and the stream's (pgoutput) differ for dates
+    "d": {
+        -622_191_234: LATEST.date(),
+        -625_821_272: EARLIEST.date(),
+        -2_147_472_692: LATEST.date(),
+        -2_147_472_691: EARLIEST.date(),
+    },
+    "ts": {9_223_372_036_825_200_000: LATEST, -9_223_372_036_832_400_000: EARLIEST},
+    "ts0": {9_223_372_036_825_200: LATEST, -9_223_372_036_832_400: EARLIEST},
+    "tz": {"infinity": LATEST, "-infinity": EARLIEST},
+    "tz3": {"infinity": LATEST, "-infinity": EARLIEST},
+}
+
+
+def _from_wire(column: str, value: Any) -> Any:
+    """Debezium's wire value -> what the table must hold: the instant it names, infinities clamped."""
+    if value is None:
+        return None
+    if value in _INFINITE_WIRE[column]:
+        return _INFINITE_WIRE[column][value]
+    if column == "d":
+        return EPOCH.date() + dt.timedelta(days=value)
+    if column == "ts":
+        return EPOCH + dt.timedelta(microseconds=value)
+    if column == "ts0":
+        return EPOCH + dt.timedelta(milliseconds=value)
+    return dt.datetime.fromisoformat(value).astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def test_postgres_infinite_and_ancient_moments(
+    spark: SparkSession,
+    kafka: LocalKafka,
+    postgres: LocalPostgres,
+    connect: LocalConnect,
+    read_topic: ReadTopic,
+    tmp_path: Path,
+) -> None:
+    """'infinity' lands as the latest value, '-infinity' as the earliest; dates before 1582 and
+    timestamps before 1900 are written (Spark refuses both by default): a first snapshot goes through
+    Hudi's row writer (bulk insert), which failed on them before."""
+    rows = [
+        (1, "infinity", "infinity", "infinity", "infinity", "infinity"),
+        (2, "-infinity", "-infinity", "-infinity", "-infinity", "-infinity"),
+        (3, "0001-01-01", "1500-06-01 12:00:00.5", "1000-01-01 00:00:00", "1500-06-01 12:00:00.5+00",
+         "1200-01-01 00:00:00+00"),
+        (4, "9999-12-31", "9999-12-31 23:59:59.999999", "9999-12-31 23:59:59", "9999-12-31 23:59:59.999999+00",
+         "9999-12-31 23:59:59.999+00"),
+        (5, "2024-02-29", "2024-02-29 10:11:12.131415", "2024-02-29 10:11:12", "2024-02-29 10:11:12.131415+05:30",
+         "2024-02-29 10:11:12.131+00"),
+        (6, None, None, None, None, None),
+    ]  # fmt: skip
+    job = Job(spark, kafka, tmp_path, [{"name": "moments", "key": ["id"], "type": "COPY_ON_WRITE"}])
+    with captured(postgres, connect, job, [MOMENTS_DDL], rows) as source:
+        _wait_for(source.holds({1, 2, 3, 4, 5, 6}))
+        for statement in (  # updates of stored rows, and rows streamed after the snapshot
+            f"UPDATE {source.qualified} SET d = '-infinity', ts = '1800-01-01 00:00:00' WHERE id = 5",
+            f"UPDATE {source.qualified} SET tz = 'infinity', d = '1000-01-01', ts0 = '-infinity' WHERE id = 6",
+            f"UPDATE {source.qualified} SET ts = '2024-01-01 00:00:00', tz3 = '1899-12-31 23:59:59+00' WHERE id = 1",
+            # streamed, not read by the snapshot: pgoutput's text, not the JDBC driver's values
+            f"INSERT INTO {source.qualified} VALUES (7, 'infinity', 'infinity', 'infinity', 'infinity', 'infinity')",
+            f"INSERT INTO {source.qualified} VALUES (8, '-infinity', '-infinity', '-infinity', '-infinity', '-infinity')",
+        ):
+            postgres.execute(statement)
+        records = read_topic(job.topic("moments"), count=len(rows) + 5)
+        latest = {}
+        for m in records:  # the last image of each key, as Debezium sent it
+            after = json.loads(m.value() or b"null")["payload"]["after"]
+            latest[after["id"]] = {c: after[c] if c == "id" else _from_wire(c, after[c]) for c in MOMENTS}
+
+        def stored(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+            return {r["id"]: {c: r[c] for c in MOMENTS} for r in rows}
+
+        def read_by_spark() -> list[dict[str, Any]]:
+            # PySpark cannot collect a timestamp on 0001-01-01 (CPython's fromtimestamp probes the
+            # day before): read the microseconds and convert here
+            df = spark.read.format("hudi").load(job.path("moments"))
+            micros = df.select("id", "d", *(F.unix_micros(c).alias(c) for c in ("ts", "ts0", "tz", "tz3")))
+            return [
+                {c: EPOCH + dt.timedelta(microseconds=v) if c not in ("id", "d") and v is not None else v
+                 for c, v in r.asDict().items()}
+                for r in micros.collect()
+            ]  # fmt: skip
+
+        _wait_for(lambda: job.run() is not None and stored(read_by_spark()) == latest)
+        assert stored(job.rows_hudi_rs("moments")) == latest
+        table = stored(read_by_spark())
+        assert set(table[2].values()) == {2, EARLIEST, EARLIEST.date()}
+        assert set(table[7].values()) == {7, LATEST, LATEST.date()}
+        assert set(table[8].values()) == {8, EARLIEST, EARLIEST.date()}
+        assert table[1]["d"] == LATEST.date() and table[1]["tz"] == LATEST and table[1]["ts0"] == LATEST
+        assert table[5]["d"] == EARLIEST.date() and table[6]["tz"] == LATEST and table[6]["ts0"] == EARLIEST
+        # dates are proleptic Gregorian on the wire, equal to PostgreSQL's (Debezium shifts
+        # timestamps before 1582 by the Julian calendar's days: stored as sent, see README)
+        assert table[3]["d"] == dt.date(1, 1, 1) and table[6]["d"] == dt.date(1000, 1, 1)
+        assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0

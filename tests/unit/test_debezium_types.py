@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from devkit.debezium import encode_decimal
 from hudi_cdc.config import TableConfig
@@ -205,3 +206,44 @@ def test_decimal_beyond_38_digits_is_rejected_not_rounded(decoded: Any) -> None:
 )
 def test_column_type_mapping(field: dict[str, Any], spark_type: str) -> None:
     assert column_type(field).spark.simpleString() == spark_type
+
+
+# PostgreSQL's infinities as Debezium 3.5 sends them (read off the live connector's events in
+# tests/integration/test_postgres_to_hudi.py): [+infinity values], [-infinity values]
+INFINITIES: dict[str, tuple[list[Any], list[Any]]] = {
+    "day": ([-622_191_234, -2_147_472_692], [-625_821_272, -2_147_472_691]),  # snapshot, stream
+    "ts_ms": ([9_223_372_036_825_200], [-9_223_372_036_832_400]),
+    "ts_us": ([9_223_372_036_825_200_000], [-9_223_372_036_832_400_000]),
+    "ts_ns": ([9_223_372_036_825_200_000], [-9_223_372_036_832_400_000]),
+    "ts_zoned": (["infinity", "+infinity", "Infinity"], ["-infinity"]),
+}
+LATEST_MICROS, EARLIEST_MICROS = (
+    253_402_300_799_999_999,
+    -62_135_596_800_000_000,
+)  # 9999-12-31T23:59:59.999999
+LATEST_DAY, EARLIEST_DAY = 2_932_896, -719_162  # 9999-12-31, 0001-01-01
+
+
+def test_postgres_infinities_become_the_latest_and_earliest_values(spark: SparkSession) -> None:
+    """Not NULL, not a dead letter, not a year beyond 9999 that no reader can hold."""
+    afters: list[dict[str, Any]] = []
+    expected: list[dict[str, int]] = []
+    for column, (positive, negative) in INFINITIES.items():
+        for wire, latest in [*((v, True) for v in positive), *((v, False) for v in negative)]:
+            afters.append({"id": len(afters), column: wire})
+            bound = (LATEST_DAY if latest else EARLIEST_DAY) if column == "day" else (
+                LATEST_MICROS if latest else EARLIEST_MICROS)  # fmt: skip
+            expected.append({"id": len(expected), column: bound})
+    records = [(None, _envelope(after, pos)) for pos, after in enumerate(afters)]
+    result = decode_cached(
+        kafka_rows(spark, records, topic="srv.db.t"), TableConfig(name="t", key=["id"], base_path="/unused")
+    )
+    assert result.rejects.count() == 0
+    # as epoch days and microseconds: PySpark cannot collect a timestamp on 0001-01-01
+    stored = result.events.select(
+        "id",
+        F.unix_date("day").alias("day"),
+        *(F.unix_micros(c).alias(c) for c in INFINITIES if c != "day"),
+    ).collect()
+    rows = {r["id"]: r.asDict() for r in stored}
+    assert [{c: rows[e["id"]][c] for c in e} for e in expected] == expected
