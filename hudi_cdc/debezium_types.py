@@ -4,7 +4,9 @@ Each column is read from JSON with its *wire* type (what Kafka Connect's JSON co
 and then converted by a Spark expression to its table type. Nothing goes through floats or
 Python UDFs.
 
-Choices where Spark 3.5 has no exact type (documented in the README):
+Choices where Spark 3.5 or Hudi has no exact type (documented in the README):
+- int8 / int16 -> int (Hudi's Avro schema has no narrower integer: `storable`);
+- PostgreSQL's +/-infinity dates and timestamps -> 9999-12-31 23:59:59.999999 / 0001-01-01;
 - io.debezium.data.VariableScaleDecimal -> string holding the exact decimal (no fixed Spark
   decimal holds every scale);
 - Time / MicroTime / NanoTime -> string '[-]HH:MM:SS.ffffff' (no TIME type in Spark 3.5; hours
@@ -35,6 +37,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StringType,
     StructField,
@@ -317,7 +320,13 @@ def column_type(schema: dict[str, Any]) -> ColumnType:
         # binary on the wire: the JSON parser decodes base64 and rejects anything but a JSON string
         return ColumnType("bytes", BinaryType(), BinaryType())
     if kind in _PRIMITIVES:
-        return ColumnType(kind, _PRIMITIVES[kind], _PRIMITIVES[kind])
+        wire = _PRIMITIVES[kind]
+        stored = storable(wire)
+        return (
+            ColumnType(kind, wire, stored)
+            if stored == wire
+            else ColumnType(kind, wire, stored, _cast(stored))
+        )
     if kind == "array":
         return _array(column_type(schema.get("items") or {"type": "string"}))
     if kind == "map":
@@ -375,7 +384,36 @@ def declared_type(ddl: str) -> ColumnType:
             dtype,
             lambda c: F.when(~c.rlike(_JSON_NUMBER), c.cast(dtype)),
         )
-    return ColumnType(f"declared:{dtype.simpleString()}", dtype, dtype)
+    stored = storable(dtype)
+    if stored == dtype:
+        return ColumnType(f"declared:{dtype.simpleString()}", dtype, dtype)
+    return ColumnType(f"declared:{dtype.simpleString()}", dtype, stored, _cast(stored))
+
+
+def storable(dtype: DataType) -> DataType:
+    """`dtype` with 8- and 16-bit integers as 32-bit ones, also inside arrays, maps and structs.
+
+    Why: Hudi's table schema is Avro, which has no narrower integer, so a smallint column is an
+    int in the stored table, and the next batch's smallint would read as a narrowing of it (a
+    schema change that stops the table); Hudi's row writer (a first snapshot) refuses tinyint
+    outright. Decoded as int from the start, the table's type is the same in every batch. The
+    wire type stays narrow, so an out-of-range value is still a bad value.
+    """
+    if isinstance(dtype, (ByteType, ShortType)):
+        return IntegerType()
+    if isinstance(dtype, ArrayType):
+        return ArrayType(storable(dtype.elementType), dtype.containsNull)
+    if isinstance(dtype, MapType):
+        return MapType(storable(dtype.keyType), storable(dtype.valueType), dtype.valueContainsNull)
+    if isinstance(dtype, StructType):
+        return StructType(
+            [StructField(f.name, storable(f.dataType), f.nullable, f.metadata) for f in dtype.fields]
+        )
+    return dtype
+
+
+def _cast(target: DataType) -> Converter:
+    return lambda c: c.cast(target)
 
 
 def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -45,9 +45,25 @@ DDL = """CREATE TABLE {t} (
   ref uuid,
   attrs jsonb,
   vip boolean,
-  note text
+  note text,
+  qty smallint,
+  sizes smallint[]
 )"""
-COLUMNS = ["id", "customer", "amount", "ratio", "placed", "due", "seen", "ref", "attrs", "vip", "note"]
+COLUMNS = [
+    "id",
+    "customer",
+    "amount",
+    "ratio",
+    "placed",
+    "due",
+    "seen",
+    "ref",
+    "attrs",
+    "vip",
+    "note",
+    "qty",
+    "sizes",
+]
 # Stored out of line, uncompressed: an update that leaves it alone sends Debezium's placeholder.
 TOASTED = "ALTER TABLE {t} ALTER COLUMN note SET STORAGE EXTERNAL"
 LONG_NOTE = "toasted " * 1_000
@@ -148,10 +164,10 @@ def test_postgres_changes_land_row_for_row(
     rows = [
         (1, "sally", Decimal("120.50"), Decimal("0.333333333333333333333"), "2024-03-01 12:30:15.123456+02",
          dt.date(1990, 5, 17), dt.datetime(2024, 3, 1, 12, 30, 15, 123456), uuid.UUID(int=1), '{"vip": true}',
-         True, _note(1)),
-        (2, "george", Decimal("-15.00"), Decimal("12"), None, None, None, None, None, False, _note(2)),
+         True, _note(1), 3, [1, None, -32768]),
+        (2, "george", Decimal("-15.00"), Decimal("12"), None, None, None, None, None, False, _note(2), None, []),
         (3, "edward", Decimal("0.99"), Decimal("-7.5"), "1969-12-31 23:59:59.5Z", dt.date(1960, 1, 1),
-         dt.datetime(1960, 1, 1), uuid.uuid4(), "[1, 2]", None, _note(3)),
+         dt.datetime(1960, 1, 1), uuid.uuid4(), "[1, 2]", None, _note(3), -1, None),
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, [{"name": "orders", "key": ["id"], "type": "MERGE_ON_READ"}])
     with captured(postgres, connect, job, [DDL, TOASTED], rows) as source:
@@ -168,7 +184,7 @@ def test_postgres_changes_land_row_for_row(
         for statement in (
             f"INSERT INTO {qualified} (id, customer, amount, note) VALUES (4, 'anne', 42.00, 'short')",
             f"UPDATE {qualified} SET amount = 10.00 WHERE id = 2",  # note: TOASTed and unchanged
-            f"UPDATE {qualified} SET amount = 25.00, vip = true, ratio = 1e-30 WHERE id = 2",
+            f"UPDATE {qualified} SET amount = 25.00, vip = true, ratio = 1e-30, qty = 32767, sizes = '{{7}}' WHERE id = 2",
             f'UPDATE {qualified} SET ratio = NULL, due = NULL, attrs = \'{{"tier": "gold"}}\' WHERE id = 1',
             f"DELETE FROM {qualified} WHERE id = 3",
             f"UPDATE {qualified} SET id = 10 WHERE id = 4",  # a key change: delete 4, create 10
