@@ -30,6 +30,14 @@ _HUDI_SESSION_CONF = {
     "spark.sql.avro.datetimeRebaseModeInRead": "CORRECTED",
 }
 
+_HUDI_HADOOP_CONF = {
+    # Hudi writes through parquet-avro when it merges (an upsert into a stored file, compaction),
+    # whose default two-level lists cannot hold a NULL element: an update of a row with one in
+    # an array (PostgreSQL `{1,NULL}`) failed its batch. Three-level lists, as Spark's own
+    # writer (a first snapshot) writes them, hold it; Hudi reads both.
+    "parquet.avro.write-old-list-structure": "false",
+}
+
 CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
 CODEGEN_CACHE_DEFAULT = "2000"
 """Spark's cache of generated classes holds 100 by default. One table's batch (decode, fold,
@@ -121,7 +129,11 @@ def get_or_create_session(
         builder = builder.config(CODEGEN_CACHE_ENTRIES, CODEGEN_CACHE_DEFAULT)
     for key, value in extra.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    for key, value in _HUDI_HADOOP_CONF.items():
+        # set on the live configuration: under spark-submit the context exists before this
+        hadoop_conf(session).set(key, value)
+    return session
 
 
 def jvm(spark: SparkSession) -> Any:

@@ -113,12 +113,18 @@ class Captured:
 
         def landed() -> bool:
             self.job.run()
+            self.assert_no_dead_letters()
             if not table_exists(self.job.spark, self.job.path(table)):
                 return False
             stored = self.job.spark.read.format("hudi").load(self.job.path(table)).select("id").collect()
             return {r["id"] for r in stored} == ids
 
         return landed
+
+    def assert_no_dead_letters(self) -> None:
+        """Fail at once (not after the wait) when a record went to the dead-letter store."""
+        dead = [t for b in self.job.batches for t in b.tables if t.dead_letter]
+        assert not dead, f"records were dead-lettered: {dead}"
 
 
 @contextlib.contextmanager
@@ -216,9 +222,10 @@ def test_postgres_changes_land_row_for_row(
 
 
 MOMENTS_DDL = """CREATE TABLE {t} (
-  id integer PRIMARY KEY, d date, ts timestamp(6), ts0 timestamp(0), tz timestamptz, tz3 timestamptz(3)
+  id integer PRIMARY KEY, d date, ts timestamp(6), ts0 timestamp(0), tz timestamptz, tz3 timestamptz(3),
+  tags text[]
 )"""
-MOMENTS = ["id", "d", "ts", "ts0", "tz", "tz3"]
+MOMENTS = ["id", "d", "ts", "ts0", "tz", "tz3", "tags"]
 LATEST, EARLIEST = dt.datetime(9999, 12, 31, 23, 59, 59, 999_999), dt.datetime(1, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1)
 # What Debezium 3.5 sends for PostgreSQL's 'infinity' and '-infinity', read off its real events
@@ -239,8 +246,8 @@ _INFINITE_WIRE: dict[str, dict[Any, Any]] = {
 
 def _from_wire(column: str, value: Any) -> Any:
     """Debezium's wire value -> what the table must hold: the instant it names, infinities clamped."""
-    if value is None:
-        return None
+    if value is None or column == "tags":
+        return value
     if value in _INFINITE_WIRE[column]:
         return _INFINITE_WIRE[column][value]
     if column == "d":
@@ -264,15 +271,15 @@ def test_postgres_infinite_and_ancient_moments(
     timestamps before 1900 are written (Spark refuses both by default): a first snapshot goes through
     Hudi's row writer (bulk insert), which failed on them before."""
     rows = [
-        (1, "infinity", "infinity", "infinity", "infinity", "infinity"),
-        (2, "-infinity", "-infinity", "-infinity", "-infinity", "-infinity"),
+        (1, "infinity", "infinity", "infinity", "infinity", "infinity", ["a", None]),
+        (2, "-infinity", "-infinity", "-infinity", "-infinity", "-infinity", [None]),
         (3, "0001-01-01", "1500-06-01 12:00:00.5", "1000-01-01 00:00:00", "1500-06-01 12:00:00.5+00",
-         "1200-01-01 00:00:00+00"),
+         "1200-01-01 00:00:00+00", []),
         (4, "9999-12-31", "9999-12-31 23:59:59.999999", "9999-12-31 23:59:59", "9999-12-31 23:59:59.999999+00",
-         "9999-12-31 23:59:59.999+00"),
+         "9999-12-31 23:59:59.999+00", None),
         (5, "2024-02-29", "2024-02-29 10:11:12.131415", "2024-02-29 10:11:12", "2024-02-29 10:11:12.131415+05:30",
-         "2024-02-29 10:11:12.131+00"),
-        (6, None, None, None, None, None),
+         "2024-02-29 10:11:12.131+00", ["x"]),
+        (6, None, None, None, None, None, None),
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, [{"name": "moments", "key": ["id"], "type": "COPY_ON_WRITE"}])
     with captured(postgres, connect, job, [MOMENTS_DDL], rows) as source:
@@ -282,8 +289,8 @@ def test_postgres_infinite_and_ancient_moments(
             f"UPDATE {source.qualified} SET tz = 'infinity', d = '1000-01-01', ts0 = '-infinity' WHERE id = 6",
             f"UPDATE {source.qualified} SET ts = '2024-01-01 00:00:00', tz3 = '1899-12-31 23:59:59+00' WHERE id = 1",
             # streamed, not read by the snapshot: pgoutput's text, not the JDBC driver's values
-            f"INSERT INTO {source.qualified} VALUES (7, 'infinity', 'infinity', 'infinity', 'infinity', 'infinity')",
-            f"INSERT INTO {source.qualified} VALUES (8, '-infinity', '-infinity', '-infinity', '-infinity', '-infinity')",
+            f"INSERT INTO {source.qualified} VALUES (7, 'infinity', 'infinity', 'infinity', 'infinity', 'infinity', NULL)",
+            f"INSERT INTO {source.qualified} VALUES (8, '-infinity', '-infinity', '-infinity', '-infinity', '-infinity', NULL)",
         ):
             postgres.execute(statement)
         records = read_topic(job.topic("moments"), count=len(rows) + 5)
@@ -299,19 +306,27 @@ def test_postgres_infinite_and_ancient_moments(
             # PySpark cannot collect a timestamp on 0001-01-01 (CPython's fromtimestamp probes the
             # day before): read the microseconds and convert here
             df = spark.read.format("hudi").load(job.path("moments"))
-            micros = df.select("id", "d", *(F.unix_micros(c).alias(c) for c in ("ts", "ts0", "tz", "tz3")))
+            instants = ("ts", "ts0", "tz", "tz3")
+            micros = df.select("id", "d", "tags", *(F.unix_micros(c).alias(c) for c in instants))
             return [
-                {c: EPOCH + dt.timedelta(microseconds=v) if c not in ("id", "d") and v is not None else v
+                {c: EPOCH + dt.timedelta(microseconds=v) if c in instants and v is not None else v
                  for c, v in r.asDict().items()}
                 for r in micros.collect()
             ]  # fmt: skip
 
-        _wait_for(lambda: job.run() is not None and stored(read_by_spark()) == latest)
+        def landed() -> bool:
+            job.run()
+            source.assert_no_dead_letters()
+            return stored(read_by_spark()) == latest
+
+        _wait_for(landed)
         assert stored(job.rows_hudi_rs("moments")) == latest
         table = stored(read_by_spark())
-        assert set(table[2].values()) == {2, EARLIEST, EARLIEST.date()}
-        assert set(table[7].values()) == {7, LATEST, LATEST.date()}
-        assert set(table[8].values()) == {8, EARLIEST, EARLIEST.date()}
+        assert {v for c, v in table[2].items() if c != "tags"} == {2, EARLIEST, EARLIEST.date()}
+        assert set(table[7].values()) == {7, LATEST, LATEST.date(), None}
+        assert set(table[8].values()) == {8, EARLIEST, EARLIEST.date(), None}
+        # an array holding NULL, in a row updated by a later batch (a merge through parquet-avro)
+        assert table[1]["tags"] == ["a", None] and table[2]["tags"] == [None]
         assert table[1]["d"] == LATEST.date() and table[1]["tz"] == LATEST and table[1]["ts0"] == LATEST
         assert table[5]["d"] == EARLIEST.date() and table[6]["tz"] == LATEST and table[6]["ts0"] == EARLIEST
         # dates are proleptic Gregorian on the wire, equal to PostgreSQL's (Debezium shifts
