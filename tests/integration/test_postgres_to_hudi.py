@@ -96,8 +96,8 @@ def _as_stored(column: str, value: Any) -> Any:
     return value
 
 
-def _rows(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    return {r["id"]: {c: _as_stored(c, r[c]) for c in COLUMNS} for r in rows}
+def _rows(rows: list[dict[str, Any]], columns: list[str] = COLUMNS) -> dict[int, dict[str, Any]]:
+    return {r["id"]: {c: _as_stored(c, r[c]) for c in columns} for r in rows}
 
 
 @dataclass
@@ -179,11 +179,11 @@ def test_postgres_changes_land_row_for_row(
     with captured(postgres, connect, job, [DDL, TOASTED], rows) as source:
         qualified = source.qualified
 
-        def assert_equal_to_postgres() -> None:
-            stored = postgres.execute(f"SELECT * FROM {qualified}")
-            expected = _rows([dict(zip(COLUMNS, r, strict=True)) for r in stored])
+        def assert_equal_to_postgres(columns: list[str] = COLUMNS) -> None:
+            stored = postgres.execute(f"SELECT {', '.join(columns)} FROM {qualified}")
+            expected = _rows([dict(zip(columns, r, strict=True)) for r in stored], columns)
             for reader in (job.rows_spark, job.rows_hudi_rs):
-                assert _rows(reader("orders")) == expected, reader.__name__
+                assert _rows(reader("orders"), columns) == expected, reader.__name__
 
         # Changes made before the connector's snapshot began would be part of it: snapshot first.
         _wait_for(source.holds({1, 2, 3}))
@@ -204,19 +204,37 @@ def test_postgres_changes_land_row_for_row(
         assert sum(t.tombstone for t in outcomes) == 2  # id 3, and id 4 when its key changed
         assert sum(t.dead_letter for t in outcomes) == 0
 
+        # Schema changes at the source (spec §7): a new column, a decimal widened, smallint -> integer
+        # (the same int in the table). Debezium sends the new schema with the next change.
+        for statement in (
+            f"ALTER TABLE {qualified} ADD COLUMN region text",
+            f"ALTER TABLE {qualified} ALTER COLUMN amount TYPE numeric(14,2)",
+            f"ALTER TABLE {qualified} ALTER COLUMN qty TYPE integer",
+            f"UPDATE {qualified} SET region = 'eu', amount = 123456789012.34, qty = 100000 WHERE id = 1",
+        ):
+            postgres.execute(statement)
+
+        def region_landed() -> bool:
+            job.run()
+            source.assert_no_dead_letters()
+            return any(r.get("region") == "eu" for r in job.rows_spark("orders"))
+
+        _wait_for(region_landed)
+        assert_equal_to_postgres([*COLUMNS, "region"])
+
         # A TRUNCATE removes every row written before it; what follows in the stream stays.
         postgres.execute(f"TRUNCATE {qualified}")
         postgres.execute(f"INSERT INTO {qualified} (id, customer, placed) VALUES (20, 'zoe', now())")
         _wait_for(source.holds({20}))
-        assert_equal_to_postgres()
+        assert_equal_to_postgres([*COLUMNS, "region"])
         outcomes = [t for b in job.batches for t in b.tables]
         assert sum(t.dead_letter for t in outcomes) == 0
 
         # The stream really held what this test is about (else it would pass on a simpler one):
-        # 3 snapshot reads, 7 changes, 2 deletes with tombstones, the truncate and the last insert.
-        records = read_topic(job.topic("orders"), count=14)
+        # 3 snapshot reads, 8 changes, 2 deletes with tombstones, the truncate and the last insert.
+        records = read_topic(job.topic("orders"), count=15)
         values = [json.loads(value)["payload"] for m in records if (value := m.value()) is not None]
-        assert [v["op"] for v in values] == ["r"] * 3 + ["c", "u", "u", "u", "d", "d", "c", "t", "c"]
+        assert [v["op"] for v in values] == ["r"] * 3 + ["c", "u", "u", "u", "d", "d", "c", "u", "t", "c"]
         assert [v["after"]["note"] for v in values[4:7]] == [TOAST_PLACEHOLDER] * 3
         assert all(v["source"]["lsn"] > 0 for v in values)
 
