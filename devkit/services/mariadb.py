@@ -10,7 +10,6 @@ import contextlib
 import getpass
 import logging
 import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,8 +24,8 @@ from devkit.services.process import (
     ServiceProcess,
     ensure_directory_free,
     free_port,
-    log_tail,
     run_dir,
+    run_setup_step,
 )
 from hudi_cdc.connect import binlog_gtid_pos
 
@@ -134,7 +133,6 @@ class LocalMariaDB(LocalService):
             self._conn = None
         super().stop()
 
-
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         """Run one statement as root (autocommit) and return its rows ([] for DML/DDL)."""
         conn = self._connection()
@@ -167,7 +165,9 @@ class LocalMariaDB(LocalService):
         every new connection failed (cause not found); a TCP port cannot vanish that way. The
         socket is used only until the TCP root account exists (`start`).
         """
-        return pymysql.connect(host=self.host, port=self.port, user="root", autocommit=True, connect_timeout=10)
+        return pymysql.connect(
+            host=self.host, port=self.port, user="root", autocommit=True, connect_timeout=10
+        )
 
     def _connection(self) -> Any:
         if self._process is None:
@@ -190,14 +190,7 @@ class LocalMariaDB(LocalService):
             "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
             "--innodb-log-file-size=8M",
         ]  # fmt: skip
-        with open(self.log_path, "ab") as out:
-            out.write(f"=== {time.strftime('%H:%M:%S')} install-db: {' '.join(command)}\n".encode())
-            out.flush()
-            result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
-        if result.returncode != 0:
-            raise ServiceError(
-                SERVICE, f"mariadb-install-db failed (exit {result.returncode})", log_tail(self.log_path)
-            )
+        run_setup_step(SERVICE, "mariadb-install-db", command, self.log_path)
 
     def _create_root_over_tcp(self) -> None:
         # install-db may create root@localhost only, which matches socket connections alone

@@ -15,7 +15,6 @@ import os
 import pwd
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,8 +28,8 @@ from devkit.services.process import (
     ServiceProcess,
     ensure_directory_free,
     free_port,
-    log_tail,
     run_dir,
+    run_setup_step,
 )
 
 log = logging.getLogger(__name__)
@@ -174,9 +173,4 @@ class LocalPostgres(LocalService):
             *_as_server_user(), _binary("initdb"), "-D", str(self.data_dir), f"--username={SERVER_USER}",
             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync",
         ]  # fmt: skip
-        with open(self.log_path, "ab") as out:
-            out.write(f"=== {time.strftime('%H:%M:%S')} initdb: {' '.join(command)}\n".encode())
-            out.flush()
-            result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
-        if result.returncode != 0:
-            raise ServiceError(SERVICE, f"initdb failed (exit {result.returncode})", log_tail(self.log_path))
+        run_setup_step(SERVICE, "initdb", command, self.log_path)

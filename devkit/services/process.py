@@ -229,6 +229,21 @@ class ServiceProcess:
         return log_tail(self.log_path, n)
 
 
+def run_setup_step(
+    service: str, step: str, command: Sequence[str], log_path: Path, timeout: float = 120
+) -> None:
+    """Run a one-off set-up command (e.g. a database's data-dir initialisation) into the service's log.
+
+    Raises ServiceError with the log's tail when it exits non-zero.
+    """
+    with open(log_path, "ab") as out:
+        out.write(f"=== {time.strftime('%H:%M:%S')} {step}: {' '.join(command)}\n".encode())
+        out.flush()
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+    if result.returncode != 0:
+        raise ServiceError(service, f"{step} failed (exit {result.returncode})", log_tail(log_path))
+
+
 def log_tail(path: Path, n: int = 60) -> str:
     """The last `n` lines of a text file ('' when it does not exist)."""
     try:
