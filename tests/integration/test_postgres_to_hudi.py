@@ -3,8 +3,10 @@
 What only a live PostgreSQL gives, in Debezium's real encodings: changes ordered by LSN, an
 unchanged TOASTed column sent as `__debezium_unavailable_value` (the stored value must stay),
 deletes with REPLICA IDENTITY DEFAULT (`before` holds the key alone), a primary-key update (a
-delete of the old key, its tombstone, a create of the new one), a TRUNCATE (op `t`), and the
-types NUMERIC with and without a scale, TIMESTAMPTZ, TIMESTAMP, DATE, UUID, JSONB and BOOLEAN.
+delete of the old key, its tombstone, a create of the new one), a TRUNCATE (op `t`), schema
+changes at the source, and the types NUMERIC with and without a scale, TIMESTAMPTZ, TIMESTAMP,
+DATE, UUID, JSONB, BOOLEAN, SMALLINT and arrays (with NULL elements). A second table holds
+PostgreSQL's `infinity` and `-infinity` and dates and timestamps before 1582 and 1900.
 """
 
 from __future__ import annotations
