@@ -320,13 +320,7 @@ def column_type(schema: dict[str, Any]) -> ColumnType:
         # binary on the wire: the JSON parser decodes base64 and rejects anything but a JSON string
         return ColumnType("bytes", BinaryType(), BinaryType())
     if kind in _PRIMITIVES:
-        wire = _PRIMITIVES[kind]
-        stored = storable(wire)
-        return (
-            ColumnType(kind, wire, stored)
-            if stored == wire
-            else ColumnType(kind, wire, stored, _cast(stored))
-        )
+        return _stored_as_storable(kind, _PRIMITIVES[kind])
     if kind == "array":
         return _array(column_type(schema.get("items") or {"type": "string"}))
     if kind == "map":
@@ -384,10 +378,13 @@ def declared_type(ddl: str) -> ColumnType:
             dtype,
             lambda c: F.when(~c.rlike(_JSON_NUMBER), c.cast(dtype)),
         )
-    stored = storable(dtype)
-    if stored == dtype:
-        return ColumnType(f"declared:{dtype.simpleString()}", dtype, dtype)
-    return ColumnType(f"declared:{dtype.simpleString()}", dtype, stored, _cast(stored))
+    return _stored_as_storable(f"declared:{dtype.simpleString()}", dtype)
+
+
+def _stored_as_storable(kind: str, wire: DataType) -> ColumnType:
+    """Read as `wire`, stored as `storable(wire)` (a cast only where they differ)."""
+    stored = storable(wire)
+    return ColumnType(kind, wire, stored, _same if stored == wire else lambda c: c.cast(stored))
 
 
 def storable(dtype: DataType) -> DataType:
@@ -410,10 +407,6 @@ def storable(dtype: DataType) -> DataType:
             [StructField(f.name, storable(f.dataType), f.nullable, f.metadata) for f in dtype.fields]
         )
     return dtype
-
-
-def _cast(target: DataType) -> Converter:
-    return lambda c: c.cast(target)
 
 
 def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:
