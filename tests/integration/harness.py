@@ -10,12 +10,13 @@ import sys
 import time
 import urllib.error
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 import yaml
 from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
@@ -58,7 +59,9 @@ class Job:
     def path(self, table: str) -> str:
         return str(self.root / "warehouse" / table)
 
-    def config_dict(self, *, job: dict[str, Any] | None = None, kafka: dict[str, Any] | None = None) -> dict[str, Any]:
+    def config_dict(
+        self, *, job: dict[str, Any] | None = None, kafka: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The job's configuration as a user's YAML file holds it, plus `job:` and `kafka:` settings."""
         return {
             "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers, **(kafka or {})},
@@ -72,7 +75,8 @@ class Job:
             },
             "routes": [{"topic": self.topic(t["name"]), "table": t["name"]} for t in self.tables],
             "tables": [
-                {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t} for t in self.tables
+                {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t}
+                for t in self.tables
             ],
             **({"schema_registry": self.schema_registry} if self.schema_registry else {}),
         }
@@ -123,6 +127,15 @@ class Job:
 
     def dead_letters(self) -> list[dict[str, Any]]:
         return [r.asDict() for r in self.spark.read.parquet(str(self.root / "dead_letter")).collect()]
+
+
+def wait_for(what: str, condition: Callable[[], Any], timeout: float = 300.0, interval: float = 1.0) -> None:
+    """Call `condition` until it is true; fail the test after `timeout` seconds, naming `what`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(interval)
 
 
 def _sort_key(row: dict[str, Any]) -> str:

@@ -4,10 +4,8 @@ Kafka -> hudi_cdc -> Hudi, row for row, including a column added by DDL mid-stre
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -17,7 +15,7 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.hudi.table import table_exists
-from tests.integration.harness import Job
+from tests.integration.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -34,16 +32,13 @@ DDL = """CREATE TABLE {t} (
 COLUMNS = ["id", "name", "balance", "born", "seen", "tier"]
 
 
-def _wait_for(condition: Any, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail("Debezium did not deliver the changes in time")
-        time.sleep(1)
-
-
 def test_mariadb_avro_changes_land_row_for_row(
-    spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, registry: LocalRegistry, tmp_path: Path
+    spark: SparkSession,
+    kafka: LocalKafka,
+    mariadb: LocalMariaDB,
+    connect: LocalConnect,
+    registry: LocalRegistry,
+    tmp_path: Path,
 ) -> None:
     suffix = uuid.uuid4().hex[:8]
     database, table, prefix = f"shop_{suffix}", "customers", f"cdc_{suffix}"
@@ -73,7 +68,7 @@ def test_mariadb_avro_changes_land_row_for_row(
             job.run()
             return table_exists(spark, job.path("customers")) and len(job.rows_spark("customers")) == 3
 
-        _wait_for(snapshot_landed)
+        wait_for("Debezium to deliver the changes", snapshot_landed)
         for statement in (
             f"INSERT INTO {qualified} (id, name, balance, born, seen, tier, prefs) VALUES (4, 'anne', 42.00, '1985-12-31', '2024-05-05 05:05:05.5', 'free', '[1, 2]')",
             f"UPDATE {qualified} SET balance = 10.00 WHERE id = 2",
@@ -87,14 +82,16 @@ def test_mariadb_avro_changes_land_row_for_row(
             mariadb.execute(statement)
 
         columns = [*COLUMNS, "note"]
-        expected = {row[0]: tuple(row) for row in mariadb.execute(f"SELECT {', '.join(columns)} FROM {qualified}")}
+        expected = {
+            row[0]: tuple(row) for row in mariadb.execute(f"SELECT {', '.join(columns)} FROM {qualified}")
+        }
 
         def landed() -> bool:
             job.run()
             rows = {r["id"]: r for r in job.rows_spark("customers")}
             return set(rows) == set(expected) and "note" in rows[5] and rows[5]["note"] == "new"
 
-        _wait_for(landed)
+        wait_for("Debezium to deliver the changes", landed)
         for reader in (job.rows_spark, job.rows_hudi_rs):
             rows = {r["id"]: tuple(r[c] for c in columns) for r in reader("customers")}
             assert rows == expected, reader.__name__

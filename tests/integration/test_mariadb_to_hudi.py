@@ -8,11 +8,9 @@ DATETIME(6), TIMESTAMP, ENUM, JSON, TINYINT and SMALLINT columns.
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -21,7 +19,7 @@ from devkit.services.connect import LocalConnect, mariadb_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from hudi_cdc.hudi.table import table_exists
-from tests.integration.harness import Job
+from tests.integration.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +35,6 @@ DDL = """CREATE TABLE {t} (
   qty SMALLINT
 )"""
 COLUMNS = ["id", "name", "balance", "born", "seen", "tier", "flag", "qty"]
-
-
-def _wait_for(condition: Any, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail("Debezium did not deliver the changes in time")
-        time.sleep(1)
 
 
 def test_mariadb_changes_land_row_for_row(
@@ -77,7 +67,7 @@ def test_mariadb_changes_land_row_for_row(
 
         # A running connector may not have read its snapshot position yet (slow machine): changes
         # made before that are part of the snapshot, not streamed, so wait for the snapshot first.
-        _wait_for(snapshot_landed)
+        wait_for("Debezium to deliver the changes", snapshot_landed)
         for statement in (
             f"INSERT INTO {qualified} VALUES (4, 'anne', 42.00, '1985-12-31', '2024-05-05 05:05:05.5', 'free', '[1, 2]', NULL, 3)",
             f"UPDATE {qualified} SET balance = 10.00 WHERE id = 2",
@@ -101,7 +91,7 @@ def test_mariadb_changes_land_row_for_row(
                 t.deleted for b in job.batches for t in b.tables
             )
 
-        _wait_for(landed)
+        wait_for("Debezium to deliver the changes", landed)
         for reader in (job.rows_spark, job.rows_hudi_rs):
             rows = {r["id"]: tuple(r[c] for c in COLUMNS) for r in reader("customers")}
             assert rows == {k: tuple(v) for k, v in expected.items()}, reader.__name__

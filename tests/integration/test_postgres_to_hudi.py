@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from devkit.services.postgres import LocalPostgres
 from hudi_cdc.decode import TOAST_PLACEHOLDER
 from hudi_cdc.hudi.table import table_exists
 from tests.integration.conftest import ReadTopic
-from tests.integration.harness import Job
+from tests.integration.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -75,14 +74,6 @@ def _note(row_id: int) -> str:
     return f"{row_id}:{LONG_NOTE}"
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail("Debezium did not deliver the changes in time")
-        time.sleep(1)
-
-
 def _as_stored(column: str, value: Any) -> Any:
     """A PostgreSQL value as the Hudi table holds it (see hudi_cdc/debezium_types.py)."""
     if value is None:
@@ -110,7 +101,7 @@ class Captured:
     job: Job
 
     def holds(self, ids: set[int]) -> Callable[[], bool]:
-        """A condition for `_wait_for`: run the job once; does the Hudi table hold exactly `ids`?"""
+        """A condition for `wait_for`: run the job once; does the Hudi table hold exactly `ids`?"""
         table = self.job.tables[0]["name"]
 
         def landed() -> bool:
@@ -188,7 +179,7 @@ def test_postgres_changes_land_row_for_row(
                 assert _rows(reader("orders"), columns) == expected, reader.__name__
 
         # Changes made before the connector's snapshot began would be part of it: snapshot first.
-        _wait_for(source.holds({1, 2, 3}))
+        wait_for("Debezium to deliver the changes", source.holds({1, 2, 3}))
         for statement in (
             f"INSERT INTO {qualified} (id, customer, amount, note) VALUES (4, 'anne', 42.00, 'short')",
             f"UPDATE {qualified} SET amount = 10.00 WHERE id = 2",  # note: TOASTed and unchanged
@@ -198,7 +189,7 @@ def test_postgres_changes_land_row_for_row(
             f"UPDATE {qualified} SET id = 10 WHERE id = 4",  # a key change: delete 4, create 10
         ):
             postgres.execute(statement)
-        _wait_for(source.holds({1, 2, 10}))
+        wait_for("Debezium to deliver the changes", source.holds({1, 2, 10}))
         assert_equal_to_postgres()
         stored = {r["id"]: r["note"] for r in job.rows_spark("orders")}
         assert stored[1] == _note(1) and stored[2] == _note(2), "an unchanged TOASTed column lost its value"
@@ -221,13 +212,13 @@ def test_postgres_changes_land_row_for_row(
             source.assert_no_dead_letters()
             return any(r.get("region") == "eu" for r in job.rows_spark("orders"))
 
-        _wait_for(region_landed)
+        wait_for("Debezium to deliver the changes", region_landed)
         assert_equal_to_postgres([*COLUMNS, "region"])
 
         # A TRUNCATE removes every row written before it; what follows in the stream stays.
         postgres.execute(f"TRUNCATE {qualified}")
         postgres.execute(f"INSERT INTO {qualified} (id, customer, placed) VALUES (20, 'zoe', now())")
-        _wait_for(source.holds({20}))
+        wait_for("Debezium to deliver the changes", source.holds({20}))
         assert_equal_to_postgres([*COLUMNS, "region"])
         outcomes = [t for b in job.batches for t in b.tables]
         assert sum(t.dead_letter for t in outcomes) == 0
@@ -303,7 +294,7 @@ def test_postgres_infinite_and_ancient_moments(
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, [{"name": "moments", "key": ["id"], "type": "COPY_ON_WRITE"}])
     with captured(postgres, connect, job, [MOMENTS_DDL], rows) as source:
-        _wait_for(source.holds({1, 2, 3, 4, 5, 6}))
+        wait_for("Debezium to deliver the changes", source.holds({1, 2, 3, 4, 5, 6}))
         for statement in (  # updates of stored rows, and rows streamed after the snapshot
             f"UPDATE {source.qualified} SET d = '-infinity', ts = '1800-01-01 00:00:00' WHERE id = 5",
             f"UPDATE {source.qualified} SET tz = 'infinity', d = '1000-01-01', ts0 = '-infinity' WHERE id = 6",
@@ -339,7 +330,7 @@ def test_postgres_infinite_and_ancient_moments(
             source.assert_no_dead_letters()
             return stored(read_by_spark()) == latest
 
-        _wait_for(landed)
+        wait_for("Debezium to deliver the changes", landed)
         assert stored(job.rows_hudi_rs("moments")) == latest
         table = stored(read_by_spark())
         assert {v for c, v in table[2].items() if c != "tags"} == {2, EARLIEST, EARLIEST.date()}

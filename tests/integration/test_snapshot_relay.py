@@ -32,7 +32,7 @@ from hudi_cdc.cli.snapshot import EXIT_REFUSED
 from hudi_cdc.config_connector import RELAY_OWNED_KEYS
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.relay.markers import scan_topic
-from tests.integration.harness import Job
+from tests.integration.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -99,14 +99,6 @@ class Workload(threading.Thread):
         self.conn.close()
         if self.error is not None:
             raise self.error
-
-
-def _wait_for(what: str, condition: Any, timeout: float = 300.0, interval: float = 1.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 def _invoke(*args: str) -> Result:
@@ -179,13 +171,13 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
             scans["a"] = scan_topic(job.config.kafka, job.topic("a_accounts"), start={})
             return scans["a"].marker is not None
 
-        _wait_for("a_accounts' last snapshot record", accounts_read, interval=0.2)
+        wait_for("a_accounts' last snapshot record", accounts_read, interval=0.2)
         connect.delete_connector(f"{name}-snapshot-1")  # the connector dies mid-snapshot
         orders = scan_topic(job.config.kafka, job.topic("b_orders"), start={})
         assert orders.marker is None, "b_orders finished before the kill: make its SELECT slower"
 
         # 2. the job lands what there is; a_accounts is done, the others are not
-        _wait_for("the job to land a_accounts", lambda: bool(job.run() or True) and table_exists(spark, job.path("a_accounts")))
+        wait_for("the job to land a_accounts", lambda: bool(job.run() or True) and table_exists(spark, job.path("a_accounts")))
         status = _status(config_path)
         states = {t["source_table"].split(".")[1]: t["state"] for t in status["tables"]}
         assert states == {"a_accounts": "done", "b_orders": "interrupted", "c_items": "interrupted"}, status
@@ -210,7 +202,7 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
             job.run()
             return _status(config_path)["all_done"] is True
 
-        _wait_for("the relayed snapshot to land", all_done, timeout=600)
+        wait_for("the relayed snapshot to land", all_done, timeout=600)
 
         # 5. the binlog from the FIRST position; the workload runs on, then stops
         finished = _invoke("snapshot", "finish", "--config", str(config_path))
@@ -238,7 +230,7 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
         return landed == expected
 
     try:
-        _wait_for("every Hudi table to equal its source", equal, timeout=300, interval=2)
+        wait_for("every Hudi table to equal its source", equal, timeout=300, interval=2)
     finally:
         for table in TABLES:
             missing = set(expected[table]) - set(landed.get(table, {}))
@@ -305,13 +297,13 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
 
     try:
         assert _invoke("snapshot", "start", "--config", str(config_path), "--table", f"{database}.a_accounts").exit_code == 0
-        _wait_for("a_accounts' snapshot to land", lambda: done("a_accounts"))
+        wait_for("a_accounts' snapshot to land", lambda: done("a_accounts"))
         # changes between the first run's position and the second's
         mariadb.execute(f"INSERT INTO {database}.a_accounts VALUES (9001, 'between', 1.2345, '2025-02-03 04:05:06.789012')")
         mariadb.execute(f"UPDATE {database}.a_accounts SET name = 'changed between', amount = 99.9999 WHERE id = 1")
         mariadb.execute(f"DELETE FROM {database}.a_accounts WHERE id = 2")
         assert _invoke("snapshot", "resume", "--config", str(config_path)).exit_code == 0
-        _wait_for("b_orders' snapshot to land", lambda: done("b_orders"))
+        wait_for("b_orders' snapshot to land", lambda: done("b_orders"))
         _invoke("snapshot", "status", "--config", str(config_path))
         status = _status(config_path)
         later = status["runs"][1]["position"]
@@ -329,7 +321,7 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
         )  # fmt: skip
         assert wrong.exit_code == 0, wrong.output
         mariadb.execute(f"INSERT INTO {database}.a_accounts VALUES (9002, 'after', 2.0000, '2025-03-04 05:06:07.000001')")
-        _wait_for("the change after the later position", lambda: bool(job.run() or True) and 9002 in hudi("a_accounts"))
+        wait_for("the change after the later position", lambda: bool(job.run() or True) and 9002 in hudi("a_accounts"))
         lost = hudi("a_accounts")
         assert 9001 not in lost and 2 in lost and lost[1][1] == "seed1", "the later position lost nothing?"
         assert lost != source("a_accounts")
@@ -337,7 +329,7 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
         # the rule: `finish` moves the same connector to the FIRST position, and the changes come back
         finished = _invoke("snapshot", "finish", "--config", str(config_path))
         assert finished.exit_code == 0, finished.output
-        _wait_for(
+        wait_for(
             "a_accounts to equal its source",
             lambda: bool(job.run() or True) and hudi("a_accounts") == source("a_accounts") and hudi("b_orders") == source("b_orders"),
             timeout=180,
