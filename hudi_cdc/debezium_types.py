@@ -19,8 +19,10 @@ Choices where Spark 3.5 or Hudi has no exact type (documented in the README):
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column
@@ -231,6 +233,9 @@ PG_INFINITY_DAYS: Infinities = ((-622_191_234, -2_147_472_692), (-625_821_272, -
 (its int32 extremes, counted from 2000-01-01), all before the year -1,000,000."""
 PG_INFINITY_WORDS: Infinities = (("infinity", "+infinity"), ("-infinity",))
 """ZonedTimestamp (compared lower-case)."""
+PG_NEGATIVE_INFINITY_IN_ARRAY = r"^\+292269055-12-02t23:00:00(\.0+)?z$"
+"""ZonedTimestamp inside a timestamptz[] (snapshot and stream): the driver's -infinity (the
+earliest Java date, 292269055 BC) printed without its era. PostgreSQL ends at the year 294276."""
 
 
 def _finite(
@@ -257,7 +262,11 @@ def _date() -> ColumnType:
 def _zoned_timestamp(text: Column) -> Column:
     """ISO-8601 with an offset ('2024-03-01T12:30:15.5+02:00', 'Z') -> the instant, in UTC."""
     latest, earliest = _micros(LATEST_MICROS), _micros(EARLIEST_MICROS)
-    return _finite(F.lower(text), PG_INFINITY_WORDS, latest, earliest, lambda _word: text.cast("timestamp"))
+    word = F.lower(text)
+    # the prefix test first: it spares every other value the regular expression
+    in_array = word.startswith("+292269055-") & word.rlike(PG_NEGATIVE_INFINITY_IN_ARRAY)
+    word = F.when(in_array, F.lit(PG_INFINITY_WORDS[1][0])).otherwise(word)
+    return _finite(word, PG_INFINITY_WORDS, latest, earliest, lambda _word: text.cast("timestamp"))
 
 
 def _micros(value: int) -> Column:
@@ -332,8 +341,21 @@ def column_type(schema: dict[str, Any]) -> ColumnType:
 
 
 def _array(item: ColumnType) -> ColumnType:
-    convert: Converter = _same if item.is_identity else (lambda c: F.transform(c, item.convert))
-    return ColumnType(f"array<{item.kind}>", ArrayType(item.wire), ArrayType(item.spark), convert)
+    def convert(c: Column) -> Column:
+        # An element that does not convert would be stored as NULL, and the array would quietly
+        # lose it: the whole value is NULL instead, which the decode's value check rejects.
+        def unless_lost(converted: Column) -> Column:
+            lost = F.exists(F.zip_with(c, converted, lambda w, v: w.isNotNull() & v.isNull()), lambda x: x)
+            return F.when(~lost, converted)
+
+        return _let(F.transform(c, item.convert), unless_lost)
+
+    return ColumnType(
+        f"array<{item.kind}>",
+        ArrayType(item.wire),
+        ArrayType(item.spark),
+        _same if item.is_identity else convert,
+    )
 
 
 def _map(schema: dict[str, Any]) -> ColumnType:
@@ -347,7 +369,11 @@ def _map(schema: dict[str, Any]) -> ColumnType:
 
 def _struct(fields: list[tuple[str, ColumnType]]) -> ColumnType:
     def convert(c: Column) -> Column:
-        return F.when(c.isNotNull(), F.struct(*[t.convert(c[name]).alias(name) for name, t in fields]))
+        converted = {name: t.convert(c[name]) for name, t in fields}
+        # as in arrays: a field that does not convert makes the whole value NULL, not just itself
+        lost = [c[name].isNotNull() & converted[name].isNull() for name, t in fields if not t.is_identity]
+        kept = c.isNotNull() if not lost else c.isNotNull() & ~reduce(operator.or_, lost)
+        return F.when(kept, F.struct(*[value.alias(name) for name, value in converted.items()]))
 
     identity = all(t.is_identity for _, t in fields)
     return ColumnType(

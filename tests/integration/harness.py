@@ -144,7 +144,13 @@ def _sort_key(row: dict[str, Any]) -> str:
 
 def _naive(row: dict[str, Any]) -> dict[str, Any]:
     """hudi-rs returns tz-aware UTC timestamps; Spark (session zone UTC) returns naive ones."""
-    return {k: (v.replace(tzinfo=None) if hasattr(v, "tzinfo") and v.tzinfo else v) for k, v in row.items()}
+    return {k: _naive_value(v) for k, v in row.items()}
+
+
+def _naive_value(value: Any) -> Any:
+    if isinstance(value, list):  # also inside arrays
+        return [_naive_value(v) for v in value]
+    return value.replace(tzinfo=None) if hasattr(value, "tzinfo") and value.tzinfo else value
 
 
 @dataclass

@@ -234,9 +234,9 @@ def test_postgres_changes_land_row_for_row(
 
 MOMENTS_DDL = """CREATE TABLE {t} (
   id integer PRIMARY KEY, d date, ts timestamp(6), ts0 timestamp(0), tz timestamptz, tz3 timestamptz(3),
-  tags text[]
+  tags text[], tzs timestamptz[]
 )"""
-MOMENTS = ["id", "d", "ts", "ts0", "tz", "tz3", "tags"]
+MOMENTS = ["id", "d", "ts", "ts0", "tz", "tz3", "tags", "tzs"]
 LATEST, EARLIEST = dt.datetime(9999, 12, 31, 23, 59, 59, 999_999), dt.datetime(1, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1)
 # What Debezium 3.5 sends for PostgreSQL's 'infinity' and '-infinity', read off its real events
@@ -252,6 +252,8 @@ _INFINITE_WIRE: dict[str, dict[Any, Any]] = {
     "ts0": {9_223_372_036_825_200: LATEST, -9_223_372_036_832_400: EARLIEST},
     "tz": {"infinity": LATEST, "-infinity": EARLIEST},
     "tz3": {"infinity": LATEST, "-infinity": EARLIEST},
+    # inside an array, snapshot and stream alike
+    "tzs": {"infinity": LATEST, "+292269055-12-02T23:00:00.000000Z": EARLIEST},
 }
 
 
@@ -259,6 +261,8 @@ def _from_wire(column: str, value: Any) -> Any:
     """Debezium's wire value -> what the table must hold: the instant it names, infinities clamped."""
     if value is None or column == "tags":
         return value
+    if column == "tzs":
+        return [None if v is None else _INFINITE_WIRE[column].get(v) or _from_wire("tz", v) for v in value]
     if value in _INFINITE_WIRE[column]:
         return _INFINITE_WIRE[column][value]
     if column == "d":
@@ -282,26 +286,27 @@ def test_postgres_infinite_and_ancient_moments(
     timestamps before 1900 are written (Spark refuses both by default): a first snapshot goes through
     Hudi's row writer (bulk insert), which failed on them before."""
     rows = [
-        (1, "infinity", "infinity", "infinity", "infinity", "infinity", ["a", None]),
-        (2, "-infinity", "-infinity", "-infinity", "-infinity", "-infinity", [None]),
+        (1, "infinity", "infinity", "infinity", "infinity", "infinity", ["a", None],
+         "{infinity,-infinity,NULL,'2024-01-01 00:00:00.5+00'}"),
+        (2, "-infinity", "-infinity", "-infinity", "-infinity", "-infinity", [None], "{-infinity}"),
         (3, "0001-01-01", "1500-06-01 12:00:00.5", "1000-01-01 00:00:00", "1500-06-01 12:00:00.5+00",
-         "1200-01-01 00:00:00+00", []),
+         "1200-01-01 00:00:00+00", [], "{}"),
         (4, "9999-12-31", "9999-12-31 23:59:59.999999", "9999-12-31 23:59:59", "9999-12-31 23:59:59.999999+00",
-         "9999-12-31 23:59:59.999+00", None),
+         "9999-12-31 23:59:59.999+00", None, None),
         (5, "2024-02-29", "2024-02-29 10:11:12.131415", "2024-02-29 10:11:12", "2024-02-29 10:11:12.131415+05:30",
-         "2024-02-29 10:11:12.131+00", ["x"]),
-        (6, None, None, None, None, None, None),
+         "2024-02-29 10:11:12.131+00", ["x"], "{'1500-06-01 12:00:00+00'}"),
+        (6, None, None, None, None, None, None, None),
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, [{"name": "moments", "key": ["id"], "type": "COPY_ON_WRITE"}])
     with captured(postgres, connect, job, [MOMENTS_DDL], rows) as source:
         wait_for("Debezium to deliver the changes", source.holds({1, 2, 3, 4, 5, 6}))
         for statement in (  # updates of stored rows, and rows streamed after the snapshot
-            f"UPDATE {source.qualified} SET d = '-infinity', ts = '1800-01-01 00:00:00' WHERE id = 5",
+            f"UPDATE {source.qualified} SET d = '-infinity', ts = '1800-01-01 00:00:00', tzs = '{{-infinity,infinity}}' WHERE id = 5",
             f"UPDATE {source.qualified} SET tz = 'infinity', d = '1000-01-01', ts0 = '-infinity' WHERE id = 6",
             f"UPDATE {source.qualified} SET ts = '2024-01-01 00:00:00', tz3 = '1899-12-31 23:59:59+00' WHERE id = 1",
             # streamed, not read by the snapshot: pgoutput's text, not the JDBC driver's values
-            f"INSERT INTO {source.qualified} VALUES (7, 'infinity', 'infinity', 'infinity', 'infinity', 'infinity', NULL)",
-            f"INSERT INTO {source.qualified} VALUES (8, '-infinity', '-infinity', '-infinity', '-infinity', '-infinity', NULL)",
+            f"INSERT INTO {source.qualified} VALUES (7, 'infinity', 'infinity', 'infinity', 'infinity', 'infinity', NULL, '{{infinity}}')",
+            f"INSERT INTO {source.qualified} VALUES (8, '-infinity', '-infinity', '-infinity', '-infinity', '-infinity', NULL, '{{-infinity}}')",
         ):
             postgres.execute(statement)
         records = read_topic(job.topic("moments"), count=len(rows) + 5)
@@ -318,9 +323,16 @@ def test_postgres_infinite_and_ancient_moments(
             # day before): read the microseconds and convert here
             df = spark.read.format("hudi").load(job.path("moments"))
             instants = ("ts", "ts0", "tz", "tz3")
-            micros = df.select("id", "d", "tags", *(F.unix_micros(c).alias(c) for c in instants))
+            micros = df.select(
+                "id", "d", "tags", *(F.unix_micros(c).alias(c) for c in instants),
+                F.transform("tzs", F.unix_micros).alias("tzs"),
+            )  # fmt: skip
+
+            def moment(v: int | None) -> dt.datetime | None:
+                return None if v is None else EPOCH + dt.timedelta(microseconds=v)
+
             return [
-                {c: EPOCH + dt.timedelta(microseconds=v) if c in instants and v is not None else v
+                {c: moment(v) if c in instants else [moment(x) for x in v] if c == "tzs" and v is not None else v
                  for c, v in r.asDict().items()}
                 for r in micros.collect()
             ]  # fmt: skip
@@ -333,9 +345,12 @@ def test_postgres_infinite_and_ancient_moments(
         wait_for("Debezium to deliver the changes", landed)
         assert stored(job.rows_hudi_rs("moments")) == latest
         table = stored(read_by_spark())
-        assert {v for c, v in table[2].items() if c != "tags"} == {2, EARLIEST, EARLIEST.date()}
-        assert set(table[7].values()) == {7, LATEST, LATEST.date(), None}
-        assert set(table[8].values()) == {8, EARLIEST, EARLIEST.date(), None}
+        assert {v for c, v in table[2].items() if c not in ("tags", "tzs")} == {2, EARLIEST, EARLIEST.date()}
+        assert {v for c, v in table[7].items() if c != "tzs"} == {7, LATEST, LATEST.date(), None}
+        assert {v for c, v in table[8].items() if c != "tzs"} == {8, EARLIEST, EARLIEST.date(), None}
+        # inside an array, -infinity arrives as a year no reader holds (PG_NEGATIVE_INFINITY_IN_ARRAY)
+        assert table[1]["tzs"] == [LATEST, EARLIEST, None, dt.datetime(2024, 1, 1, 0, 0, 0, 500_000)]
+        assert table[5]["tzs"] == [EARLIEST, LATEST] and table[8]["tzs"] == [EARLIEST]
         # an array holding NULL, in a row updated by a later batch (a merge through parquet-avro)
         assert table[1]["tags"] == ["a", None] and table[2]["tags"] == [None]
         assert table[1]["d"] == LATEST.date() and table[1]["tz"] == LATEST and table[1]["ts0"] == LATEST

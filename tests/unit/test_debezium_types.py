@@ -67,6 +67,13 @@ FIELDS = [
     _field("uid", "string", "io.debezium.data.Uuid"),
     _field("xml", "string", "io.debezium.data.Xml"),
     _field("tags", "array", items={"type": "string", "optional": True}),
+    _field("days", "array", items={"type": "int32", "optional": True, "name": "io.debezium.time.Date"}),
+    _field("amounts", "array", items={**_decimal("x", 2, 9), "optional": True}),
+    _field(
+        "spot",
+        "struct",
+        fields=[_field("at", "int64", "io.debezium.time.MicroTimestamp"), _decimal("price", 2, 5)],
+    ),
     _field("attrs", "map", keys={"type": "string"}, values={"type": "string", "optional": True}),
     _field(
         "point",
@@ -123,6 +130,11 @@ CASES: dict[str, list[tuple[Any, Any]]] = {
     "uid": [("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",) * 2, ("00000000-0000-0000-0000-000000000000",) * 2],
     "xml": [("<a>1</a>",) * 2, ("<b/>",) * 2],
     "tags": [(["x", None, "z"], ["x", None, "z"]), ([], [])],
+    "days": [([19_000, None, -1], [dt.date(2022, 1, 8), None, dt.date(1969, 12, 31)]), ([], [])],
+    "amounts": [([encode_decimal(Decimal("1.50"), 2), None], [Decimal("1.50"), None]), (None, None)],
+    "spot": [({"at": 1_700_000_000_123_456, "price": encode_decimal(Decimal("-9.99"), 2)},
+              {"at": dt.datetime(2023, 11, 14, 22, 13, 20, 123456), "price": Decimal("-9.99")}),
+             ({"at": None, "price": None}, {"at": None, "price": None})],
     # maps travel as JSON text (Spark cannot order maps, the fold needs to)
     "attrs": [({"k": "v", "n": None}, '{"k":"v","n":null}'), ({}, "{}")],
     "point": [({"x": 1.5, "y": -2.0, "wkb": base64.b64encode(b"\x01\x01").decode(), "srid": 4326},
@@ -148,7 +160,12 @@ def decoded(
     """Two create events carrying every type, plus one whose decimal overflows 38 digits."""
     rows = [{"id": i, **{name: values[i][0] for name, values in CASES.items()}} for i in (0, 1)]
     overflow = {"id": 2, "huge": _b64(10**38)}
-    records = [(None, _envelope(after, pos)) for pos, after in enumerate([*rows, overflow])]
+    # the same overflow inside an array and inside a struct: the value is rejected, not kept with a NULL in it
+    nested = [
+        {"id": 3, "amounts": [encode_decimal(Decimal("1.00"), 2), _b64(10**10)]},
+        {"id": 4, "spot": {"price": _b64(10**6)}},
+    ]
+    records = [(None, _envelope(after, pos)) for pos, after in enumerate([*rows, overflow, *nested])]
     result = decode_cached(
         kafka_rows(spark, records, topic="srv.db.t"), TableConfig(name="t", key=["id"], base_path="/unused")
     )
@@ -160,7 +177,7 @@ def decoded(
 @pytest.mark.parametrize("column", list(CASES))
 def test_logical_type_decodes_exactly(decoded: Any, column: str, row: int) -> None:
     value = decoded[0][row][column]
-    if column == "point" and value is not None:
+    if column in ("point", "spot") and value is not None:
         value = value.asDict()
     assert value == CASES[column][row][1]
 
@@ -186,6 +203,15 @@ def test_decimal_beyond_38_digits_is_rejected_not_rounded(decoded: Any) -> None:
     reject = decoded[1][2]
     assert reject["error_class"] == "BadValue" and "huge (decimal(38,0))" in reject["error_message"]
     assert 2 not in decoded[0]
+
+
+@pytest.mark.parametrize(("offset", "column"), [(3, "amounts (array<decimal(9,2)>"), (4, "spot (struct<")])
+def test_an_element_that_does_not_convert_rejects_the_whole_value(
+    decoded: Any, offset: int, column: str
+) -> None:
+    reject = decoded[1][offset]
+    assert reject["error_class"] == "BadValue" and column in reject["error_message"]
+    assert offset not in decoded[0]
 
 
 @pytest.mark.parametrize(
@@ -215,7 +241,16 @@ INFINITIES: dict[str, tuple[list[Any], list[Any]]] = {
     "ts_ms": ([9_223_372_036_825_200], [-9_223_372_036_832_400]),
     "ts_us": ([9_223_372_036_825_200_000], [-9_223_372_036_832_400_000]),
     "ts_ns": ([9_223_372_036_825_200_000], [-9_223_372_036_832_400_000]),
-    "ts_zoned": (["infinity", "+infinity", "Infinity"], ["-infinity"]),
+    # inside a timestamptz[] -infinity arrives as the earliest Java date printed without its era
+    "ts_zoned": (
+        ["infinity", "+infinity", "Infinity"],
+        [
+            "-infinity",
+            "+292269055-12-02T23:00:00.000000Z",
+            "+292269055-12-02T23:00:00.000Z",
+            "+292269055-12-02T23:00:00Z",
+        ],
+    ),
 }
 LATEST_MICROS, EARLIEST_MICROS = (
     253_402_300_799_999_999,
