@@ -25,6 +25,11 @@ from hudi_cdc.errors import ConfigError
 
 DECLARED = 0
 """Index of the profile of records without an envelope (typed by TableConfig.columns)."""
+SOURCE_TYPE = "source_type"
+"""Metadata of a decoded column (`BatchTypes.schema`): its integer type at the source, when that
+is narrower than the `int` it is stored as (`debezium_types.storable`): `int8` or `int16`."""
+NARROW_INTEGERS = ("int8", "int16")
+"""Connect's integer types stored as `int`, narrowest first."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,22 @@ class BatchTypes:
 
     @property
     def schema(self) -> StructType:
-        """The decoded columns as a nullable StructType."""
-        return StructType([StructField(name, dtype, True) for name, dtype in self.target.items()])
+        """The decoded columns as a nullable StructType, narrow integers marked (SOURCE_TYPE)."""
+        fields = []
+        for name, dtype in self.target.items():
+            source = self.source_type(name)
+            fields.append(StructField(name, dtype, True, {SOURCE_TYPE: source} if source else None))
+        return StructType(fields)
+
+    def source_type(self, name: str) -> str | None:
+        """`int8` or `int16` when every envelope schema of the batch sends column `name` as that
+        narrow an integer (the widest of them), else None; None for a declared column."""
+        if name in self.profiles[DECLARED].columns:
+            return None  # the table owner chose its type
+        kinds = [p.columns[name].kind for p in self.profiles[DECLARED + 1 :] if name in p.columns]
+        if not kinds or any(kind not in NARROW_INTEGERS for kind in kinds):
+            return None
+        return max(kinds, key=NARROW_INTEGERS.index)
 
     def fits(self, index: int, name: str) -> bool:
         """True when profile `index` types column `name` exactly into the target type."""

@@ -20,6 +20,8 @@ TRUNCATE_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
 INDEX_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "index"
 """The index that shapes the table's files (`hudi.options.index_layout`); Hudi keeps no record of a bucket index."""
+SOURCE_TYPES_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "source_types"
+"""Column -> its narrow integer type at the source (`schema_check.SourceTypes`), carried by every commit."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,12 @@ def commit_metadata(
     kafka: KafkaRange,
     progress: Progress,
     index: str,
+    source_types: Mapping[str, str],
     truncate: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file.
 
-    `index`: the table's `hudi.options.index_layout`.
+    `index`: the table's `hudi.options.index_layout`; `source_types`: `schema_check.source_types_after`.
     """
     metadata = {
         OFFSETS_KEY: json.dumps(kafka.last, sort_keys=True),
@@ -74,6 +77,7 @@ def commit_metadata(
         BATCH_KEY: str(batch_id),
         JOB_KEY: job,
         INDEX_KEY: index,
+        SOURCE_TYPES_KEY: json.dumps(dict(source_types), sort_keys=True),
         **progress.to_metadata(),
     }
     if truncate is not None:

@@ -44,10 +44,18 @@ from hudi_cdc.hudi.writer import RowCounts
 from hudi_cdc.lineage import checkpointed, release
 from hudi_cdc.merge import DELETE, NEW_KEY, UPSERT, new_key, rows_to_write, write_kind
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
-from hudi_cdc.offsets import BATCH_KEY, JOB_KEY, TRUNCATE_KEY, KafkaRange, commit_metadata, first_offsets
+from hudi_cdc.offsets import (
+    BATCH_KEY,
+    JOB_KEY,
+    SOURCE_TYPES_KEY,
+    TRUNCATE_KEY,
+    KafkaRange,
+    commit_metadata,
+    first_offsets,
+)
 from hudi_cdc.progress import Mark, Progress, counts_of
 from hudi_cdc.routing import TABLE_COLUMN, route
-from hudi_cdc.schema_check import check
+from hudi_cdc.schema_check import check, source_types_after
 from hudi_cdc.spark_session import error_summary
 from hudi_cdc.stored_state import (
     INDEX_LOOKUP_MAX_KEYS,
@@ -284,9 +292,11 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         return metrics  # tombstones only: nothing to decode
     decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes).cached()
     folded: DataFrame | None = None
+    # None until a commit records them (a new table, or one written before they were recorded)
+    recorded_sources = json.loads(committed[SOURCE_TYPES_KEY]) if SOURCE_TYPES_KEY in committed else None
     try:
         try:
-            schema = check(decoded.schema, data_schema(stored), table)
+            schema = check(decoded.schema, data_schema(stored), table, recorded_sources)
         except SchemaChangeError as exc:
             return _schema_change(exc, records, decoded, table, previous.watermark_ts_ms, metrics, ctx)
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
@@ -326,6 +336,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
                 kafka=kafka,
                 progress=progress,
                 index=index_layout(table),
+                source_types=source_types_after(decoded.schema, recorded_sources),
                 truncate=asdict(newest_truncate) if newest_truncate else None,
             ),
             counts=written,

@@ -22,11 +22,29 @@ from pyspark.sql.types import (
 )
 
 from hudi_cdc.config import TableConfig
+from hudi_cdc.decode_schema import NARROW_INTEGERS, SOURCE_TYPE
 from hudi_cdc.errors import SchemaChangeError
 
 log = logging.getLogger(__name__)
 
 _INTEGRAL_RANK: dict[type[DataType], int] = {ByteType: 0, ShortType: 1, IntegerType: 2, LongType: 3}
+_SOURCE_RANK = {kind: rank for rank, kind in enumerate([*NARROW_INTEGERS, "int32"])}
+
+SourceTypes = dict[str, str]
+"""Column -> its integer type at the source where narrower than stored (`int8`, `int16`): what
+the table's commits record, since the stored `int` alone cannot tell an INT from a SMALLINT."""
+
+
+def source_types(incoming: StructType) -> SourceTypes:
+    """The decoded columns' narrow source integer types (`decode_schema.SOURCE_TYPE`)."""
+    return {f.name: str(f.metadata[SOURCE_TYPE]) for f in incoming.fields if SOURCE_TYPE in f.metadata}
+
+
+def source_types_after(incoming: StructType, recorded: SourceTypes | None) -> SourceTypes:
+    """What the table records once this batch is written: its columns' types, other columns' as they were."""
+    names = set(incoming.fieldNames())
+    kept = {name: kind for name, kind in (recorded or {}).items() if name not in names}
+    return {**kept, **source_types(incoming)}
 
 
 def is_widening(old: DataType, new: DataType) -> bool:
@@ -56,8 +74,14 @@ class SchemaDiff:
         return StructType(fields + [StructField(f.name, f.dataType, True) for f in self.added])
 
 
-def diff(incoming: StructType, stored: StructType, table: TableConfig) -> SchemaDiff:
-    """Compare the decoded columns with the stored data columns (both without `_cdc_*`)."""
+def diff(
+    incoming: StructType, stored: StructType, table: TableConfig, recorded: SourceTypes | None = None
+) -> SchemaDiff:
+    """Compare the decoded columns with the stored data columns (both without `_cdc_*`).
+
+    `recorded`: the narrow source integers the table's last commit recorded (None for a table
+    that records none yet: then an INT narrowed to SMALLINT at the source cannot be told).
+    """
     old = {f.name: f.dataType for f in stored.fields}
     new = {f.name: f.dataType for f in incoming.fields}
     result = SchemaDiff(
@@ -75,7 +99,11 @@ def diff(incoming: StructType, stored: StructType, table: TableConfig) -> Schema
         )
     for name, new_type in new.items():
         old_type = old.get(name)
-        if old_type is None or old_type == new_type:
+        if old_type is None:
+            continue
+        if old_type == new_type:
+            if recorded is not None and isinstance(new_type, IntegerType):
+                result.incompatible.extend(_narrowed_at_source(name, recorded, source_types(incoming)))
             continue
         if is_widening(old_type, new_type) and name not in table.key:
             result.widened.append((name, old_type, new_type))
@@ -87,7 +115,17 @@ def diff(incoming: StructType, stored: StructType, table: TableConfig) -> Schema
     return result
 
 
-def check(incoming: StructType, stored: StructType | None, table: TableConfig) -> StructType:
+def _narrowed_at_source(name: str, recorded: SourceTypes, incoming: SourceTypes) -> list[str]:
+    """A column stored as `int` whose source type narrowed (INT -> SMALLINT, SMALLINT -> TINYINT)."""
+    old, new = recorded.get(name, "int32"), incoming.get(name, "int32")
+    if _SOURCE_RANK.get(new, len(NARROW_INTEGERS)) >= _SOURCE_RANK.get(old, len(NARROW_INTEGERS)):
+        return []
+    return [f"column {name}: type {old} -> {new} at the source is not a widening (stored as int)"]
+
+
+def check(
+    incoming: StructType, stored: StructType | None, table: TableConfig, recorded: SourceTypes | None = None
+) -> StructType:
     """The schema to write with, or SchemaChangeError when the change is not safe.
 
     A brand-new table takes the incoming schema. Added columns and widenings are applied,
@@ -95,7 +133,7 @@ def check(incoming: StructType, stored: StructType | None, table: TableConfig) -
     """
     if stored is None:
         return StructType([StructField(f.name, f.dataType, True) for f in incoming.fields])
-    result = diff(incoming, stored, table)
+    result = diff(incoming, stored, table, recorded)
     for name in result.gone:
         log.warning("table %s: column %s is gone at the source; it stays, new rows carry NULL", table.name, name)
     for f in result.added:

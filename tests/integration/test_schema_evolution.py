@@ -58,3 +58,31 @@ def test_new_column_reaches_table_and_trino_and_incompatible_change_stops_only_i
     assert [r["name"] for r in job.rows_spark("users")] == ["a", "b"]
     (letter,) = [d for d in job.dead_letters() if d["error_class"] == "SchemaChangeError"]
     assert letter["table"] == "users" and letter["offset"] == 2
+
+
+def test_an_integer_narrowed_at_the_source_stops_its_table_though_both_are_stored_as_int(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    """Hudi stores INT, SMALLINT and TINYINT alike as int: the commits record the source's type."""
+    job = Job(spark, kafka, tmp_path, [{"name": "wide", "key": ["id"]}, {"name": "small", "key": ["id"]}])
+
+    def change(table: str, qty_kind: str, name: str, qty: int, pos: int) -> None:
+        source = _source(job, table, Column("qty", qty_kind))
+        job.produce(table, [source.change("u", after={"id": 1, "name": name, "qty": qty}, pos=pos)])
+
+    change("wide", "int32", "a", 70_000, 100)
+    change("small", "int16", "a", 7, 100)
+    job.run()
+    change("small", "int16", "b", 8, 200)  # the same type in a later batch
+    job.run()
+    change("small", "int32", "c", 70_000, 300)  # SMALLINT -> INT at the source: a widening
+    job.run()
+    assert not [t.error for b in job.batches for t in b.tables if t.error]
+    change("wide", "int16", "d", 9, 400)
+    change("small", "int16", "d", 9, 400)
+    (batch,) = job.run()
+    errors = {t.table: t.error or "" for t in batch.tables}
+    assert "column qty: type int32 -> int16 at the source is not a widening" in errors["wide"]
+    assert "column qty: type int32 -> int16 at the source is not a widening" in errors["small"]
+    assert [(r["name"], r["qty"]) for t in ("wide", "small") for r in job.rows_spark(t)] == [
+        ("a", 70_000), ("c", 70_000)]  # fmt: skip

@@ -44,7 +44,9 @@ def test_a_partition_seen_only_through_tombstones_holds_the_watermark_unknown() 
 
 def test_commit_metadata_records_the_range_so_a_replay_recognises_its_own_commit() -> None:
     kafka = KafkaRange(first={"t": {"0": 10, "1": 3}}, last={"t": {"0": 19, "1": 3}})
-    metadata = commit_metadata(job="j", batch_id=7, kafka=kafka, progress=Progress(), index="simple")
+    metadata = commit_metadata(
+        job="j", batch_id=7, kafka=kafka, progress=Progress(), index="simple", source_types={"qty": "int16"}
+    )
     assert kafka.is_range_of(metadata)
     # the second half of a batch split by failure isolation ends where the batch ends, but is not the batch
     assert not KafkaRange(first={"t": {"0": 15, "1": 3}}, last=kafka.last).is_range_of(metadata)

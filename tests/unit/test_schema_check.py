@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.sql.types import (
     DataType,
@@ -16,8 +18,9 @@ from pyspark.sql.types import (
 )
 
 from hudi_cdc.config import TableConfig
+from hudi_cdc.decode_schema import batch_types
 from hudi_cdc.errors import SchemaChangeError
-from hudi_cdc.schema_check import check
+from hudi_cdc.schema_check import check, source_types_after
 
 TABLE = TableConfig(name="customers", key=["id"], base_path="/unused")
 
@@ -85,3 +88,57 @@ def test_new_column_on_a_version_6_mor_table_stops_unless_opted_in() -> None:
     assert check(incoming, stored, opted_in).fieldNames() == ["id", "email"]
     cow6 = TABLE.model_copy(update={"table_version": 6})
     assert check(incoming, stored, cow6).fieldNames() == ["id", "email"]
+
+
+def _marked(source: str | None) -> StructType:
+    """`id` and `qty` decoded as int, `qty` marked with its narrow source type (decode_schema.SOURCE_TYPE)."""
+    metadata = {"source_type": source} if source else None
+    return StructType([StructField("id", LongType(), True), StructField("qty", IntegerType(), True, metadata)])
+
+
+@pytest.mark.parametrize(
+    ("recorded", "source", "narrowed"),
+    [
+        pytest.param({}, "int16", "int32 -> int16", id="int-to-smallint"),
+        pytest.param({"qty": "int16"}, "int8", "int16 -> int8", id="smallint-to-tinyint"),
+        pytest.param({}, "int8", "int32 -> int8", id="int-to-tinyint"),
+        pytest.param({"qty": "int16"}, None, None, id="smallint-to-int"),
+        pytest.param({"qty": "int8"}, "int16", None, id="tinyint-to-smallint"),
+        pytest.param({"qty": "int16"}, "int16", None, id="unchanged"),
+        pytest.param(None, "int16", None, id="nothing-recorded-yet"),
+    ],
+)
+def test_an_integer_narrowed_at_the_source_stops_the_table_though_both_are_stored_as_int(
+    recorded: dict[str, str] | None, source: str | None, narrowed: str | None
+) -> None:
+    stored = _schema(id=LongType(), qty=IntegerType())
+    if narrowed is None:
+        assert check(_marked(source), stored, TABLE, recorded).fieldNames() == ["id", "qty"]
+        return
+    with pytest.raises(SchemaChangeError) as err:
+        check(_marked(source), stored, TABLE, recorded)
+    assert f"column qty: type {narrowed} at the source" in str(err.value)
+
+
+def test_source_types_recorded_after_a_batch() -> None:
+    recorded = {"qty": "int16", "gone": "int8", "widened": "int8"}
+    incoming = StructType([*_marked("int8").fields, StructField("widened", IntegerType(), True)])
+    assert source_types_after(incoming, recorded) == {"qty": "int8", "gone": "int8"}
+    assert source_types_after(_marked(None), None) == {}
+
+
+def test_decode_marks_the_columns_every_envelope_sends_as_narrow_integers() -> None:
+    def envelope(**kinds: str) -> str:
+        fields = [{"field": name, "type": kind, "optional": True} for name, kind in kinds.items()]
+        row = {"type": "struct", "fields": fields, "optional": True}
+        return json.dumps({"type": "struct", "fields": [{**row, "field": "before"}, {**row, "field": "after"}]})
+
+    types = batch_types(TABLE, [envelope(id="int64", a="int16", b="int8", c="int16", d="int32")])
+    assert {f.name: dict(f.metadata) for f in types.schema.fields} == {
+        "id": {}, "a": {"source_type": "int16"}, "b": {"source_type": "int8"}, "c": {"source_type": "int16"}, "d": {}
+    }  # fmt: skip
+    # a batch on both sides of a source change: the widest (here int32: nothing to mark)
+    mixed = batch_types(TABLE, [envelope(id="int64", a="int16", b="int8"), envelope(id="int64", a="int32", b="int16")])
+    assert {f.name: dict(f.metadata) for f in mixed.schema.fields} == {"id": {}, "a": {}, "b": {"source_type": "int16"}}
+    declared = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": {"type": "int64"}, "a": {"type": "int16"}})
+    assert batch_types(declared, [envelope(id="int64", a="int16")]).schema["a"].metadata == {}
