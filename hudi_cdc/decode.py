@@ -13,7 +13,9 @@ the batch goes on (spec §6). Only a broken configuration raises.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,13 +51,27 @@ from hudi_cdc.lineage import checkpointed
 from hudi_cdc.plan_cache import PlanCache, with_levels
 
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
-# PostgreSQL's unchanged-TOAST placeholder as the JSON converter writes it for text/json columns,
-# bytea columns (the placeholder's bytes, base64) and text[] columns (a one-element array)
+_PLACEHOLDER_BYTES = TOAST_PLACEHOLDER.encode()
+_PLACEHOLDER_BASE64 = base64.b64encode(_PLACEHOLDER_BYTES).decode()
+
+
+def _compact(value: object) -> str:
+    """JSON as Spark's reader hands a nested value to a map<string,string> (no spaces)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
 TOAST_VALUES = (
-    TOAST_PLACEHOLDER,
-    base64.b64encode(TOAST_PLACEHOLDER.encode()).decode(),
-    json.dumps([TOAST_PLACEHOLDER]),
+    TOAST_PLACEHOLDER,  # text, varchar, json, jsonb, xml
+    _PLACEHOLDER_BASE64,  # bytea: the placeholder's bytes
+    _compact([TOAST_PLACEHOLDER]),  # text[]
+    _compact([_PLACEHOLDER_BASE64]),  # bytea[]
+    _compact(list(_PLACEHOLDER_BYTES)),  # int[], bigint[], date[]: the placeholder's bytes as numbers
+    _compact([str(uuid.UUID(bytes=hashlib.md5(_PLACEHOLDER_BYTES, usedforsecurity=False).digest(), version=3))]),  # uuid[]: its name-based UUID
+    _compact({TOAST_PLACEHOLDER: TOAST_PLACEHOLDER}),  # hstore, as JSON text or as a map
 )
+"""PostgreSQL's unchanged-TOAST placeholder in each form Debezium 3.5 sends it (read off the
+live connector, tests/integration/test_postgres_to_hudi.py). Debezium sends NULL instead for
+smallint[], numeric[] and timestamptz[] columns: such a NULL cannot be told from a real one."""
 
 ENVELOPE_SCHEMA = "__envelope_schema"
 """Column `with_envelope_schema` adds."""

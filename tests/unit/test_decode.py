@@ -260,7 +260,20 @@ DOCS_TABLE = TableConfig(name="docs", key=["id"], base_path="/unused")
 
 
 def test_postgres_update_with_toast_placeholders_leaves_them_absent(spark: SparkSession) -> None:
-    tags = {"type": "array", "items": {"type": "string"}, "optional": True, "field": "tags"}
+    def array(field: str, **items: str) -> dict[str, Any]:
+        return {"type": "array", "items": {"optional": True, **items}, "optional": True, "field": field}
+
+    # TOASTed columns of other types, each with the placeholder Debezium 3.5 sends for it
+    extra = {
+        "tags": (array("tags", type="string"), [TOAST_PLACEHOLDER]),
+        "ints": (array("ints", type="int32"), list(b"__debezium_unavailable_value")),
+        "blobs": (array("blobs", type="bytes"), ["X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="]),
+        "ids": (array("ids", type="string", name="io.debezium.data.Uuid"), ["b68a35a7-17ad-35b3-af2a-ae46edb4545a"]),
+        "props": (
+            {"type": "string", "optional": True, "name": "io.debezium.data.Json", "field": "props"},
+            '{"__debezium_unavailable_value":"__debezium_unavailable_value"}',
+        ),
+    }
     key, value = DOCS.change(
         "u",
         after={"id": 7, "title": None, "body": TOAST_PLACEHOLDER, "blob": TOAST_PLACEHOLDER, "version": 3},
@@ -268,19 +281,14 @@ def test_postgres_update_with_toast_placeholders_leaves_them_absent(spark: Spark
     )
     envelope = json.loads(value or b"")
     for part in envelope["schema"]["fields"][:2]:
-        part["fields"].append(tags)  # a text[] column, TOASTed too
-    envelope["payload"]["after"]["tags"] = [TOAST_PLACEHOLDER]
+        part["fields"].extend(schema for schema, _ in extra.values())
+    envelope["payload"]["after"].update({name: placeholder for name, (_, placeholder) in extra.items()})
     (event,) = decode_cached(
         kafka_rows(spark, [(key, json.dumps(envelope).encode())], topic=DOCS.topic), DOCS_TABLE
     ).events.collect()
     assert sorted(event[PRESENT]) == ["id", "title", "version"]
-    assert (event["body"], event["blob"], event["tags"], event["title"], event["version"]) == (
-        None,
-        None,
-        None,
-        None,
-        3,
-    )
+    assert (event["body"], event["blob"], event["title"], event["version"]) == (None, None, None, 3)
+    assert all(event[name] is None for name in extra)
     assert event["_cdc_order"] == lsn_order(lsn=33_227_720, snapshot=False, partition=0, offset=0, last_committed=33_227_712, tx_id=780)
     assert event["_cdc_source"] == "33227720"
 
