@@ -53,6 +53,8 @@ from hudi_cdc.plan_cache import PlanCache, with_levels
 TOAST_PLACEHOLDER = "__debezium_unavailable_value"
 _PLACEHOLDER_BYTES = TOAST_PLACEHOLDER.encode()
 _PLACEHOLDER_BASE64 = base64.b64encode(_PLACEHOLDER_BYTES).decode()
+_PLACEHOLDER_UUID = str(uuid.UUID(bytes=hashlib.md5(_PLACEHOLDER_BYTES, usedforsecurity=False).digest(), version=3))
+"""Java's UUID.nameUUIDFromBytes of the placeholder."""
 
 
 def _compact(value: object) -> str:
@@ -66,7 +68,7 @@ TOAST_VALUES = (
     _compact([TOAST_PLACEHOLDER]),  # text[]
     _compact([_PLACEHOLDER_BASE64]),  # bytea[]
     _compact(list(_PLACEHOLDER_BYTES)),  # int[], bigint[], date[]: the placeholder's bytes as numbers
-    _compact([str(uuid.UUID(bytes=hashlib.md5(_PLACEHOLDER_BYTES, usedforsecurity=False).digest(), version=3))]),  # uuid[]: its name-based UUID
+    _compact([_PLACEHOLDER_UUID]),  # uuid[]
     _compact({TOAST_PLACEHOLDER: TOAST_PLACEHOLDER}),  # hstore, as JSON text or as a map
 )
 """PostgreSQL's unchanged-TOAST placeholder in each form Debezium 3.5 sends it (read off the
