@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from hudi_cdc.toast import DEFAULT_PLACEHOLDER
+
 KafkaRecord = tuple[bytes | None, bytes | None]
 Connector = Literal["mysql", "postgresql"]
 
@@ -50,7 +52,7 @@ _KINDS: dict[str, tuple[str, str | None]] = {
 }
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _WIRE_INT_KINDS = {"time", "micro_time", "nano_time", "timestamp", "micro_timestamp", "nano_timestamp"}
-TOAST_PLACEHOLDER = "__debezium_unavailable_value"
+TOAST_PLACEHOLDER = DEFAULT_PLACEHOLDER
 """What the PostgreSQL connector sends for an unchanged TOASTed column."""
 
 

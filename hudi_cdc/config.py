@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hudi_cdc import locations, route_regex
+from hudi_cdc import locations, route_regex, toast
 from hudi_cdc.config_connector import ConnectorSection
 from hudi_cdc.config_env import substitute
 from hudi_cdc.durations import Duration
@@ -137,6 +137,10 @@ class TableConfig(_Frozen):
     """In patch mode, the JSON field that holds the changed columns."""
     deletes: DeleteMode = "hard"
     truncate: TruncateMode = "apply"
+    unavailable_value_placeholder: str = toast.DEFAULT_PLACEHOLDER
+    """The PostgreSQL connector's `unavailable.value.placeholder` (a text, or `hex:` and octets):
+    an unchanged TOASTed column arrives as this value, shaped like the column's type
+    (`toast.toast_values`), and keeps its stored value."""
     columns: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
     """Column -> Spark SQL type, or the column's Kafka Connect schema (a mapping such as
     `{type: bytes, name: org.apache.kafka.connect.data.Decimal, parameters: {scale: "2"}}`) for
@@ -182,6 +186,12 @@ class TableConfig(_Frozen):
     def _name(cls, value: str) -> str:
         if not _IDENTIFIER.match(value):
             raise ValueError(f"{value!r} is not a valid table name (letters, digits, _)")
+        return value
+
+    @field_validator("unavailable_value_placeholder")
+    @classmethod
+    def _placeholder(cls, value: str) -> str:
+        toast.placeholder_bytes(value)  # raises on a bad `hex:` value or an empty one
         return value
 
     @field_validator("hoodie_options")

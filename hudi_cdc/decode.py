@@ -12,10 +12,6 @@ the batch goes on (spec §6). Only a broken configuration raises.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,31 +45,7 @@ from hudi_cdc.decode_values import Values, typed_values
 from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
 from hudi_cdc.lineage import checkpointed
 from hudi_cdc.plan_cache import PlanCache, with_levels
-
-TOAST_PLACEHOLDER = "__debezium_unavailable_value"
-_PLACEHOLDER_BYTES = TOAST_PLACEHOLDER.encode()
-_PLACEHOLDER_BASE64 = base64.b64encode(_PLACEHOLDER_BYTES).decode()
-_PLACEHOLDER_UUID = str(uuid.UUID(bytes=hashlib.md5(_PLACEHOLDER_BYTES, usedforsecurity=False).digest(), version=3))
-"""Java's UUID.nameUUIDFromBytes of the placeholder."""
-
-
-def _compact(value: object) -> str:
-    """JSON as Spark's reader hands a nested value to a map<string,string> (no spaces)."""
-    return json.dumps(value, separators=(",", ":"))
-
-
-TOAST_VALUES = (
-    TOAST_PLACEHOLDER,  # text, varchar, json, jsonb, xml
-    _PLACEHOLDER_BASE64,  # bytea: the placeholder's bytes
-    _compact([TOAST_PLACEHOLDER]),  # text[]
-    _compact([_PLACEHOLDER_BASE64]),  # bytea[]
-    _compact(list(_PLACEHOLDER_BYTES)),  # int[], bigint[], date[]: the placeholder's bytes as numbers
-    _compact([_PLACEHOLDER_UUID]),  # uuid[]
-    _compact({TOAST_PLACEHOLDER: TOAST_PLACEHOLDER}),  # hstore, as JSON text or as a map
-)
-"""PostgreSQL's unchanged-TOAST placeholder in each form Debezium 3.5 sends it (read off the
-live connector, tests/integration/test_postgres_to_hudi.py). Debezium sends NULL instead for
-smallint[], numeric[] and timestamptz[] columns: such a NULL cannot be told from a real one."""
+from hudi_cdc.toast import toast_values
 
 ENVELOPE_SCHEMA = "__envelope_schema"
 """Column `with_envelope_schema` adds."""
@@ -246,7 +218,8 @@ def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column)
     if any(set(names) != set(names_of[DECLARED]) for names in names_of):
         # a plain record may carry columns only an envelope types: those are not present for it
         known = F.element_at(F.array(*[_strings(n) for n in names_of]), F.col(_PROFILE) + 1)
-    toasted = F.map_keys(F.map_filter(raw_map, lambda _k, v: v.isin(*TOAST_VALUES)))
+    placeholders = toast_values(table.unavailable_value_placeholder)
+    toasted = F.map_keys(F.map_filter(raw_map, lambda _k, v: v.isin(*placeholders)))
     present_image = F.array_except(
         F.array_intersect(F.coalesce(F.map_keys(raw_map), _no_strings()), F.coalesce(known, _no_strings())),
         F.coalesce(toasted, _no_strings()),

@@ -15,7 +15,7 @@ import contextlib
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -28,8 +28,9 @@ from pyspark.sql import functions as F
 from devkit.services.connect import LocalConnect, postgres_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.postgres import LocalPostgres
-from hudi_cdc.decode import TOAST_PLACEHOLDER
 from hudi_cdc.hudi.table import table_exists
+from hudi_cdc.toast import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
+from hudi_cdc.toast import toast_values
 from tests.integration.conftest import ReadTopic
 from tests.integration.harness import Job, wait_for
 
@@ -122,12 +123,17 @@ class Captured:
 
 @contextlib.contextmanager
 def captured(
-    postgres: LocalPostgres, connect: LocalConnect, job: Job, ddl: Sequence[str], rows: list[tuple[Any, ...]]
+    postgres: LocalPostgres,
+    connect: LocalConnect,
+    job: Job,
+    ddl: Sequence[str],
+    rows: list[tuple[Any, ...]],
+    connector_options: Mapping[str, str] | None = None,
 ) -> Iterator[Captured]:
     """Create `<schema>.<table>` with the statements `ddl` (a `{t}` placeholder) and `rows`, and stream it.
 
     The connector snapshots the rows, then streams through `pgoutput`; its schema, slot and
-    connector are removed at the end.
+    connector are removed at the end. `connector_options` are added to its config.
     """
     table = job.tables[0]["name"]
     schema, prefix = f"s_{job.suffix}", f"pg_{job.suffix}"
@@ -141,6 +147,7 @@ def captured(
     config = postgres_connector_config(
         hostname=postgres.host, port=postgres.port, user=postgres.user, password=postgres.password,
         dbname="postgres", topic_prefix=prefix, tables=[qualified], slot=f"hudi_cdc_{job.suffix}",
+        extra=connector_options,
     )  # fmt: skip
     connector = f"postgres-{job.suffix}"
     connect.create_connector(connector, config, initial_state="RUNNING")
@@ -370,7 +377,10 @@ TOAST_KINDS = ["ints", "longs", "days", "blobs", "ids", "props", "doc", "body"]
 _ELEMENTS = 3_000  # enough to be stored out of line
 
 
+# the default, and one set by the connector: non-ASCII ("¤~"), so its int[] shape holds negative bytes
+@pytest.mark.parametrize("placeholder", [TOAST_PLACEHOLDER, "hex:c2a47e"], ids=["default", "configured"])
 def test_postgres_unchanged_toasted_values_of_every_kind_keep_their_stored_value(
+    placeholder: str,
     spark: SparkSession,
     kafka: LocalKafka,
     postgres: LocalPostgres,
@@ -380,7 +390,7 @@ def test_postgres_unchanged_toasted_values_of_every_kind_keep_their_stored_value
 ) -> None:
     """An update that leaves TOASTed columns alone: Debezium sends a placeholder shaped like each
     column's type (text, an array of its bytes as numbers, a name-based UUID, a one-entry hstore,
-    see decode.TOAST_VALUES). Each must leave the stored value as it was, not overwrite it."""
+    see toast.toast_values). Each must leave the stored value as it was, not overwrite it."""
     postgres.execute("CREATE EXTENSION IF NOT EXISTS hstore")
     n = _ELEMENTS
     insert = f"""INSERT INTO {{t}} VALUES (1, 0, array_fill(7, ARRAY[{n}]), array_fill(7::bigint, ARRAY[{n}]),
@@ -389,8 +399,10 @@ def test_postgres_unchanged_toasted_values_of_every_kind_keep_their_stored_value
       (SELECT hstore(array_agg('k' || g), array_agg('v'::text)) FROM generate_series(1, {n}) g),
       (SELECT jsonb_agg(g) FROM generate_series(1, {n}) g), repeat('x', {n * 10}))"""
     external = [f"ALTER TABLE {{t}} ALTER COLUMN {c} SET STORAGE EXTERNAL" for c in TOAST_KINDS]
-    job = Job(spark, kafka, tmp_path, [{"name": "toasted", "key": ["id"], "type": "MERGE_ON_READ"}])
-    with captured(postgres, connect, job, [TOAST_KINDS_DDL, *external, insert], []) as source:
+    table = {"name": "toasted", "key": ["id"], "type": "MERGE_ON_READ", "unavailable_value_placeholder": placeholder}
+    job = Job(spark, kafka, tmp_path, [table])
+    options = {"unavailable.value.placeholder": placeholder}
+    with captured(postgres, connect, job, [TOAST_KINDS_DDL, *external, insert], [], options) as source:
         wait_for("the snapshot", source.holds({1}))
         postgres.execute(f"UPDATE {source.qualified} SET flag = 1 WHERE id = 1")
         update = json.loads(read_topic(job.topic("toasted"), count=2)[1].value() or b"null")["payload"]
@@ -398,6 +410,7 @@ def test_postgres_unchanged_toasted_values_of_every_kind_keep_their_stored_value
         # every column arrived as a placeholder (none as its value), else this test tests nothing
         sent = {c: update["after"][c] for c in TOAST_KINDS}
         assert all(v is not None and len(json.dumps(v)) < 200 for v in sent.values()), sent
+        assert sent["body"] == toast_values(placeholder)[0], "the connector did not take the placeholder"
 
         def read() -> dict[str, Any]:
             (row,) = spark.read.format("hudi").load(job.path("toasted")).collect()

@@ -64,6 +64,8 @@ def test_secrets_are_redacted_and_not_in_repr() -> None:
         pytest.param(lambda c: c["tables"][0].update(mode="patch"), "tables.0", "need `columns`", id="patch-without-columns"),
         pytest.param(lambda c: c["tables"][0].update(index="record_level", hoodie_options={"hoodie.metadata.enable": False}), "tables.0", "metadata table", id="record-index-without-metadata-table"),
         pytest.param(lambda c: c["tables"][0].update(index="bloom"), "tables.0.index", "'simple', 'record_level' or 'bucket'", id="unknown-index"),
+        pytest.param(lambda c: c["tables"][0].update(unavailable_value_placeholder="hex:5f5"), "tables.0.unavailable_value_placeholder", "hex octets", id="odd-hex-placeholder"),
+        pytest.param(lambda c: c["tables"][0].update(unavailable_value_placeholder=""), "tables.0.unavailable_value_placeholder", "is empty", id="empty-placeholder"),
     ],
 )
 def test_bad_config_names_field_and_allowed_values(change: Any, field: str, allowed: str) -> None:

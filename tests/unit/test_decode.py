@@ -20,8 +20,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord, patch_message
 from hudi_cdc.config import TableConfig
-from hudi_cdc.decode import TOAST_PLACEHOLDER, DecodeResult, decode
+from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.events import PRESENT, binlog_order, column_order, lsn_order, ts_order
+from hudi_cdc.toast import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 
 TOPIC = "dbserver1.inventory.customers"
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -291,6 +292,20 @@ def test_postgres_update_with_toast_placeholders_leaves_them_absent(spark: Spark
     assert all(event[name] is None for name in extra)
     assert event["_cdc_order"] == lsn_order(lsn=33_227_720, snapshot=False, partition=0, offset=0, last_committed=33_227_712, tx_id=780)
     assert event["_cdc_source"] == "33227720"
+
+
+def test_a_configured_placeholder_means_absent_and_the_default_one_is_then_a_value(spark: SparkSession) -> None:
+    # the connector set `unavailable.value.placeholder: hex:c2a47e` ("¤~")
+    table = DOCS_TABLE.model_copy(update={"unavailable_value_placeholder": "hex:c2a47e"})
+    key, value = DOCS.change(
+        "u", after={"id": 7, "title": TOAST_PLACEHOLDER, "body": "¤~", "blob": None, "version": 3}, lsn=33_227_720
+    )
+    envelope = json.loads(value or b"")
+    envelope["payload"]["after"]["blob"] = "wqR+"  # bytea: the placeholder's bytes
+    records = [(key, json.dumps(envelope).encode())]
+    (event,) = decode_cached(kafka_rows(spark, records, topic=DOCS.topic), table).events.collect()
+    assert sorted(event[PRESENT]) == ["id", "title", "version"]
+    assert (event["title"], event["body"], event["blob"]) == (TOAST_PLACEHOLDER, None, None)
 
 
 def test_postgres_delete_with_key_only_before_and_boolean_snapshot_flag(spark: SparkSession) -> None:
