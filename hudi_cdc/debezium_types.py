@@ -12,7 +12,8 @@ Choices where Spark 3.5 or Hudi has no exact type (documented in the README):
 - Time / MicroTime / NanoTime -> string '[-]HH:MM:SS.ffffff' (no TIME type in Spark 3.5; hours
   may exceed 23 because MySQL TIME is a duration);
 - NanoTimestamp / NanoTime -> truncated to microseconds (Spark's precision), towards the past;
-- Decimal with more than 38 digits of precision -> decimal(38, scale); larger values are rejected;
+- Decimal with more than 38 digits of precision (or scale) -> string holding the exact decimal;
+- io.debezium.data.Bits (BIT(n > 1)), little-endian on the wire -> the database's byte order;
 - map -> its JSON text (Spark cannot order maps, which the fold needs); struct and array map to
   Spark structs and arrays, their elements converted like columns.
 """
@@ -136,12 +137,71 @@ def _signed_integer(binary: Column) -> Column:
     return _let(F.hex(binary), from_hex)
 
 
-def decimal_text(binary: Column, scale: Column | int) -> Column:
-    """Exact decimal text of Connect Decimal bytes at `scale`, e.g. (bytes of -12345, 2) -> '-123.45'."""
+_LIMB = 1_000_000_000
+"""Base of `_wide_integer_text`'s limbs: a limb times 256 plus a carry still fits a long."""
+
+
+def _times_plus(limbs: Column, factor: Column | int, add: Column) -> Column:
+    """limbs * factor + add, limbs little-endian in base _LIMB (factor <= 256, add < _LIMB)."""
+    start = F.struct(_no_longs().alias("out"), add.cast("long").alias("carry"))
+
+    def step(state: Column, limb: Column) -> Column:
+        total = limb * factor + state["carry"]
+        return F.struct(
+            F.concat(state["out"], F.array(F.pmod(total, F.lit(_LIMB)))).alias("out"),
+            floor_div(total, _LIMB).alias("carry"),
+        )
+
+    def finish(state: Column) -> Column:
+        return F.when(state["carry"] > 0, F.concat(state["out"], F.array(state["carry"]))).otherwise(state["out"])
+
+    return F.aggregate(limbs, start, step, finish)
+
+
+def _no_longs() -> Column:
+    return F.array().cast("array<bigint>")
+
+
+def _wide_integer_text(binary: Column) -> Column:
+    """Big-endian two's-complement bytes of any length -> exact decimal text ('-' for a negative)."""
+
+    def from_hex(hexed: Column) -> Column:
+        count = (F.length(hexed) / 2).cast("int")
+        byte_values = F.transform(
+            F.sequence(F.lit(0), count - 1),
+            lambda i: F.conv(hexed.substr(i * 2 + 1, F.lit(2)), 16, 10).cast("long"),
+        )
+
+        def fold(values: Column) -> Column:
+            # as in _signed_integer: a negative number is -(~bytes + 1)
+            negative = F.element_at(values, 1) >= 128
+            digits = F.transform(values, lambda b: F.when(negative, 255 - b).otherwise(b))
+            magnitude = F.aggregate(digits, F.array(F.lit(0).cast("long")), lambda acc, b: _times_plus(acc, 256, b))
+            magnitude = F.when(negative, _times_plus(magnitude, 1, F.lit(1))).otherwise(magnitude)
+            # most significant limb first, the others zero-padded to 9 digits
+            limbs = F.reverse(magnitude)
+            text = F.concat(
+                F.element_at(limbs, 1).cast("string"),
+                F.array_join(F.transform(F.slice(limbs, 2, F.size(limbs)), lambda x: F.lpad(x.cast("string"), 9, "0")), ""),
+            )
+            return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), text)
+
+        return F.when(count > 0, _let(byte_values, fold))
+
+    return _let(F.hex(binary), from_hex)
+
+
+def decimal_text(binary: Column, scale: Column | int, *, wide: bool = False) -> Column:
+    """Exact decimal text of Connect Decimal bytes at `scale`, e.g. (bytes of -12345, 2) -> '-123.45'.
+
+    Up to 38 digits unless `wide` (NULL beyond them); `wide` takes any number of digits at a
+    higher cost per value.
+    """
     scale_col = F.lit(scale) if isinstance(scale, int) else scale
 
-    def text(integer: Column) -> Column:
-        digits = F.abs(integer).cast("string")
+    def text(signed: Column) -> Column:
+        negative = signed.startswith("-")
+        digits = F.when(negative, signed.substr(F.lit(2), F.length(signed))).otherwise(signed)
         # left-pad with zeros to at least scale + 1 digits ("5" at scale 2 -> "005" -> "0.05")
         width = F.greatest(F.length(digits), scale_col + 1)
         padded = F.call_function("lpad", digits, width, F.lit("0"))
@@ -157,25 +217,41 @@ def decimal_text(binary: Column, scale: Column | int) -> Column:
                 .when(scale_col < 0, F.concat(p, F.call_function("repeat", F.lit("0"), -scale_col)))
                 .otherwise(p)
             )
-            return F.concat(F.when(integer < 0, F.lit("-")).otherwise(F.lit("")), body)
+            return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), body)
 
-        return F.when(integer.isNotNull(), _let(padded, split))
+        return F.when(signed.isNotNull(), _let(padded, split))
 
-    return _let(_signed_integer(binary), text)
+    integer = _wide_integer_text(binary) if wide else _signed_integer(binary).cast("string")
+    return _let(integer, text)
 
 
 def connect_decimal(precision: int, scale: int) -> ColumnType:
-    """org.apache.kafka.connect.data.Decimal: base64 bytes -> decimal(precision, scale).
+    """org.apache.kafka.connect.data.Decimal: base64 bytes -> decimal(precision, scale), or, when
+    no Spark decimal holds it (precision or scale over 38), its exact text (`wide_decimal`).
 
     The wire type is binary, so the JSON parser accepts only a JSON string holding valid base64:
     a number or a boolean where the schema says bytes is a bad value, never text decoded as base64.
     """
+    if precision > MAX_PRECISION or scale > MAX_PRECISION:
+        return wide_decimal(precision, scale)
     target = DecimalType(precision, scale)
     return ColumnType(
         kind=f"{DECIMAL}({precision},{scale})",
         wire=BinaryType(),
         spark=target,
         convert=lambda c: decimal_text(c, scale).cast(target),
+    )
+
+
+def wide_decimal(precision: int, scale: int) -> ColumnType:
+    """A Connect Decimal wider than Spark's 38 digits (MySQL DECIMAL(65,30), PostgreSQL
+    numeric(50,10)) -> a string holding the exact decimal, every digit kept (as for
+    VariableScaleDecimal). decimal(38, scale) would hold only 38 - scale integer digits."""
+    return ColumnType(
+        kind=f"{DECIMAL}({precision},{scale})",
+        wire=BinaryType(),
+        spark=StringType(),
+        convert=lambda c: decimal_text(c, scale, wide=True),
     )
 
 
@@ -273,12 +349,28 @@ def _micros(value: int) -> Column:
     return F.timestamp_micros(F.lit(value))
 
 
+def _big_endian(bits: Column) -> Column:
+    """io.debezium.data.Bits (BIT(n > 1)) -> the bytes as the database holds them.
+
+    Debezium sends the bits little-endian (MySQL's b'0000000011' as 03 00); stored in the
+    database's order (00 03), a table reads like its source.
+    """
+
+    def reverse(hexed: Column) -> Column:
+        pairs = F.transform(
+            F.sequence(F.lit(0), (F.length(hexed) / 2).cast("int") - 1), lambda i: hexed.substr(i * 2 + 1, F.lit(2))
+        )
+        return F.unhex(F.array_join(F.reverse(pairs), ""))
+
+    return F.when(F.length(bits) > 1, _let(F.hex(bits), reverse)).otherwise(bits)
+
+
 def _variable_scale_decimal(_field: dict[str, Any]) -> ColumnType:
     return ColumnType(
         kind=VARIABLE_SCALE_DECIMAL,
         wire=StructType([StructField("scale", IntegerType()), StructField("value", BinaryType())]),
         spark=StringType(),
-        convert=lambda c: decimal_text(c["value"], c["scale"]),
+        convert=lambda c: decimal_text(c["value"], c["scale"], wide=True),
     )
 
 
@@ -309,6 +401,7 @@ _LOGICAL: dict[str, Callable[[dict[str, Any]], ColumnType]] = {
         "zoned-timestamp", StringType(), TimestampType(), _zoned_timestamp
     ),
     "io.debezium.time.Year": lambda _f: ColumnType("year", IntegerType(), IntegerType()),
+    "io.debezium.data.Bits": lambda _f: ColumnType("bits", BinaryType(), BinaryType(), _big_endian),
 }
 
 
@@ -319,7 +412,7 @@ def column_type(schema: dict[str, Any]) -> ColumnType:
         params = schema.get("parameters") or {}
         scale = int(params.get("scale", 0))
         precision = int(params.get("connect.decimal.precision", MAX_PRECISION))
-        return connect_decimal(min(max(precision, scale, 1), MAX_PRECISION), scale)
+        return connect_decimal(max(precision, scale, 1), scale)
     if logical in _LOGICAL:
         return _LOGICAL[logical](schema)
     if logical in _STRING_LOGICAL:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-from decimal import Decimal
+import random
+from decimal import Context, Decimal
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 
 from devkit.debezium import encode_decimal
 from hudi_cdc.config import TableConfig
-from hudi_cdc.debezium_types import column_type
+from hudi_cdc.debezium_types import column_type, decimal_text
 from tests.unit.test_decode import by_offset, decode_cached, kafka_rows
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -46,6 +47,8 @@ FIELDS = [
     _decimal("huge", 0, 38),
     _decimal("wide", 10, 38),
     _decimal("unbounded", 3),  # PostgreSQL numeric(…,3) without a precision parameter
+    _decimal("wider", 30, 65),  # MySQL DECIMAL(65,30): no Spark decimal holds it
+    _field("bits", "bytes", "io.debezium.data.Bits", parameters={"length": "20"}),  # MySQL BIT(20)
     _field(
         "num",
         "struct",
@@ -111,7 +114,12 @@ CASES: dict[str, list[tuple[Any, Any]]] = {
     "wide": [(_b64(12345678901234567890123456789012345678), Decimal("1234567890123456789012345678.9012345678")),
              (_b64(-(2**120)), Decimal(f"{-(2**120)}E-10"))],
     "unbounded": [(_b64(0), Decimal("0.000")), (_b64(-128), Decimal("-0.128"))],
-    "num": [({"scale": 3, "value": _b64(-1234567)}, "-1234.567"), ({"scale": 0, "value": _b64(10**30)}, str(10**30))],
+    # every one of 65 digits; a negative with limbs of zeros inside (more in test_wide_decimal_text_is_exact)
+    "wider": [(_b64(10**65 - 1), f"{'9' * 35}.{'9' * 30}"), (_b64(-(12 * 10**48 + 5)), f"-12{'0' * 18}.{'0' * 29}5")],
+    # little-endian on the wire (b'1000 00000000 00000011' as 03 00 08), stored as the database holds it
+    "bits": [(base64.b64encode(b"\x03\x00\x08").decode(), bytearray(b"\x08\x00\x03")),
+             (base64.b64encode(b"\x01").decode(), bytearray(b"\x01"))],
+    "num": [({"scale": 3, "value": _b64(-1234567)}, "-1234.567"), ({"scale": 2, "value": _b64(-(10**60) - 7)}, f"-1{'0' * 58}.07")],
     "day": [(19_000, dt.date(2022, 1, 8)), (-1, dt.date(1969, 12, 31))],
     "t_ms": [(45_296_789, "12:34:56.789000"), (0, "00:00:00.000000")],
     # MySQL TIME is a duration: beyond 24 hours and negative
@@ -193,10 +201,25 @@ def test_spark_types_of_the_decoded_columns(decoded: Any) -> None:
     )
     assert (types["money"], types["cents"], types["huge"], types["wide"], types["unbounded"]) == (
         "decimal(20,4)", "decimal(5,2)", "decimal(38,0)", "decimal(38,10)", "decimal(38,3)")  # fmt: skip
+    assert types["wider"] == "string"
     assert (types["num"], types["t_us"], types["ts_ns"], types["ts_zoned"], types["day"], types["year"]) == (
         "string", "string", "timestamp", "timestamp", "date", "int")  # fmt: skip
     assert (types["tags"], types["attrs"], types["blob"]) == ("array<string>", "string", "binary")
     assert types["point"] == "struct<x:double,y:double,wkb:binary,srid:int>"
+
+
+def test_wide_decimal_text_is_exact(spark: SparkSession) -> None:
+    """Any length of bytes and any scale: the text Python's exact Decimal gives."""
+    rng = random.Random(7)
+    numbers = [0, -1, 1, 255, -256, 2**64, -(2**64), 10**9, -(10**18), 10**65 - 1, -(10**65 - 1)]
+    numbers += [rng.randrange(-(10**digits), 10**digits) for digits in range(1, 80) for _ in range(3)]
+    rows = [(n.to_bytes(max(1, (n.bit_length() + 8) // 8), "big", signed=True), scale)
+            for n in numbers for scale in (0, 2, 30, 40)]  # fmt: skip
+    frame = spark.createDataFrame(rows, "value binary, scale int")
+    texts = frame.select(decimal_text(F.col("value"), F.col("scale"), wide=True).alias("t")).collect()
+    exact = Context(prec=100)
+    expected = [format(Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale, exact), "f") for b, scale in rows]
+    assert [r["t"] for r in texts] == expected
 
 
 def test_decimal_beyond_38_digits_is_rejected_not_rounded(decoded: Any) -> None:
@@ -217,7 +240,7 @@ def test_an_element_that_does_not_convert_rejects_the_whole_value(
 @pytest.mark.parametrize(
     ("field", "spark_type"),
     [
-        pytest.param(_decimal("d", 2, 50), "decimal(38,2)", id="precision-above-38"),
+        pytest.param(_decimal("d", 2, 50), "string", id="precision-above-38"),  # exact text: wide_decimal
         pytest.param(
             _field("m", "map", keys={"type": "int32"}, values={"type": "string"}),
             "string",
