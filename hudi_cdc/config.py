@@ -23,7 +23,7 @@ from hudi_cdc.durations import Duration
 from hudi_cdc.errors import ConfigError
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
-ImageMode = Literal["full", "patch"]
+ImageMode = Literal["full", "patch", "flattened"]
 DeleteMode = Literal["hard", "soft"]
 TruncateMode = Literal["apply", "ignore"]
 SchemaPolicy = Literal["safe", "allow_incompatible"]
@@ -126,7 +126,9 @@ class TableConfig(_Frozen):
     ordering: str = "source"
     """`source` (spec §2: binlog position / lsn, then ts_ms, then Kafka offset) or a numeric/timestamp column."""
     mode: ImageMode = "full"
-    """full: Debezium row images; patch: messages carry only the changed fields."""
+    """full: Debezium row images; patch: messages carry only the changed fields; flattened:
+    Debezium's ExtractNewRecordState rows (the row at the top level, `__deleted` from
+    `delete.tombstone.handling.mode=rewrite`, `__op`, `__ts_ms` and `__source_*` from `add.fields`)."""
     format: WireFormat = "json"
     """How values are encoded: json (JsonConverter); avro (Confluent wire format: byte 0, a 4-byte
     schema id, the Avro body; needs `schema_registry`); auto (per record: Avro when the first byte

@@ -528,6 +528,16 @@ def storable(dtype: DataType) -> DataType:
     return dtype
 
 
+FLAT_METADATA_PREFIX = "__"
+"""What Debezium's ExtractNewRecordState puts before the fields it adds (`add.fields.prefix`)."""
+
+
+def flat_fields(row_schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The column fields of a flattened row's schema: all but the SMT's `__` metadata, in order."""
+    fields = row_schema.get("fields", [])
+    return [f for f in fields if not str(f.get("field", "")).startswith(FLAT_METADATA_PREFIX)]
+
+
 def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The column fields of an envelope schema (`after`, else `before`), in order."""
     by_name = {f.get("field"): f for f in envelope_schema.get("fields", [])}

@@ -1,7 +1,8 @@
 """Kafka rows -> typed change events + rejects + tombstones, as Spark SQL (events.py contract).
 
 Handles Debezium JSON with the schema envelope (`schemas.enable=true`) and without it, mixed
-in one batch, and patch messages (`mode: patch`). With the envelope the column types come from
+in one batch, patch messages (`mode: patch`) and rows flattened by Debezium's
+ExtractNewRecordState (`mode: flattened`). With the envelope the column types come from
 the batch's distinct schemas (found by `tally.survey` for the whole batch, else by one small
 aggregation here; never the records themselves); without it from the table's declared
 `columns` (see decode_schema).
@@ -257,6 +258,46 @@ def with_envelope_schema(records: DataFrame, read: Column) -> DataFrame:
     return with_levels(records, levels).select(*[F.col(c) for c in records.columns], schema)
 
 
+_FLAT_METADATA = StructType(
+    [
+        StructField("__op", StringType()),
+        # "true"/"false" (a JSON boolean reads as the same text)
+        StructField("__deleted", StringType()),
+        StructField("__ts_ms", LongType()),
+        *[StructField(f"__source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
+    ]
+)
+"""The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
+ts_ms,source.ts_ms,source.file,...` and `__deleted` of the `rewrite` delete handling)."""
+
+
+def _flattened_envelope(row_text: Column) -> Column:
+    """A flattened row (ExtractNewRecordState) as the Debezium envelope decode reads.
+
+    A row marked `__deleted` (or with `__op` d) is a delete whose `before` is the row; any other
+    row is the `after` of its `__op`, an update when the SMT did not add the op. Records the SMT
+    passes through unchanged keep their own op: a logical-decoding message's `m`, none for a
+    schema change or transaction marker (both skipped by `non_data_reason`).
+    """
+    meta = F.from_json(row_text, _FLAT_METADATA)
+    marked = (F.lower(meta["__deleted"]) == "true") | (meta["__op"] == Op.DELETE.value)
+    deleted = F.coalesce(marked, F.lit(False))  # either field may be missing
+    own_op = F.get_json_object(row_text, "$.op")
+    op = (
+        F.when(own_op == "m", own_op)
+        .when(non_data_reason(F.lit(None).cast("string"), row_text).isNotNull(), F.lit(None).cast("string"))
+        .when(deleted, F.lit(Op.DELETE.value))
+        .otherwise(F.coalesce(meta["__op"], F.lit(Op.UPDATE.value)))
+    )
+    return F.struct(
+        op.alias("op"),
+        meta["__ts_ms"].alias("ts_ms"),
+        F.when(deleted, row_text).alias("before"),
+        F.when(~deleted, row_text).alias("after"),
+        F.struct(*[meta[f"__source_{f.name}"].alias(f.name) for f in SOURCE_STRUCT.fields]).alias("source"),
+    )
+
+
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
     """Levels adding the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map."""
     payload = F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON))
@@ -270,6 +311,8 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
             F.lit(None).cast(SOURCE_STRUCT).alias("source"),
         )
         envelope_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
+    elif table.mode == "flattened":
+        envelope_levels = [[top.alias(_TOP), _flattened_envelope(F.col(_PAYLOAD)).alias(_ENV)]]
     else:
         envelope_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
@@ -304,8 +347,14 @@ def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) ->
             order=order,
             number=None,
             malformed=order.isNull() & F.exists(F.array(*[g.isNotNull() for g in given]), lambda x: x),
-            missing_reason="no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
-            "set the table's `ordering` to a column",
+            missing_reason=(
+                "no source position (`__source_file`/`__source_pos`/`__source_row`, `__source_lsn` or "
+                "`__source_ts_ms`); add them with the SMT's `add.fields` (source.file,source.pos,source.row "
+                "or source.lsn, and source.ts_ms), or set the table's `ordering` to a column"
+                if table.mode == "flattened"
+                else "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
+                "set the table's `ordering` to a column"
+            ),
         )
     order, number = _ordering(table, types, values, op)
     dtype = types.target.get(table.ordering, LongType()).simpleString()
@@ -371,7 +420,7 @@ def decode(raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None =
     """
     tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
     records = _envelopes(raw)
-    if table.mode != "full":
+    if table.mode == "patch":
         envelopes = ()
     elif envelopes is None:
         envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))
@@ -404,7 +453,7 @@ def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
     levels.append([F.from_json(F.col(_IMAGE), "map<string,string>").alias(_RAW), *[c.alias(n) for n, c in parses.items()]])
     op = F.col(f"{_ENV}.op")
     wire_error = F.col(WIRE_ERROR) if wire else None
-    skip_reason = non_data_reason(op, F.col(_PAYLOAD)) if table.mode == "full" else F.lit(None).cast("string")
+    skip_reason = non_data_reason(op, F.col(_PAYLOAD)) if table.mode != "patch" else F.lit(None).cast("string")
     if wire_error is not None:
         skip_reason = F.when(wire_error.isNull(), skip_reason)
     value_columns, values = _materialized(values, table)

@@ -134,7 +134,7 @@ def checks(
         ]
     )
     key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
-    image_name = "`after`" if table.mode == "full" else f"`{table.patch_field}`"
+    image_name = {"full": "`after`", "patch": f"`{table.patch_field}`"}.get(table.mode, "row")
     return [
         *wire,
         # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
@@ -142,7 +142,7 @@ def checks(
          F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
         (F.json_object_keys(record.payload).isNull(), "MalformedJson",
          F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
-        (~record.has_envelope & F.lit(not table.columns and table.mode == "full"), "NoSchema",
+        (~record.has_envelope & F.lit(not table.columns and table.mode != "patch"), "NoSchema",
          F.lit(f"no schema envelope and table {table.name} declares no `columns`: declare `columns` "
                "(column: Spark SQL type) or set value.converter.schemas.enable=true")),
         (op.isNull(), "MissingOp", F.lit(f"no `op` field; valid ops are {VALID_OPS}")),

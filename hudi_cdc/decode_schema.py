@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.debezium_types import ColumnType, column_type, declared_type, fits, row_fields
+from hudi_cdc.debezium_types import ColumnType, column_type, declared_type, fits, flat_fields, row_fields
 from hudi_cdc.errors import ConfigError
 
 DECLARED = 0
@@ -104,11 +104,14 @@ def declared_columns(table: TableConfig) -> dict[str, ColumnType]:
     return types
 
 
-def _envelope_columns(text: str) -> dict[str, ColumnType]:
+def _envelope_columns(text: str, *, flattened: bool = False) -> dict[str, ColumnType]:
+    """The columns an envelope schema types: its `after` struct's fields, or, for a flattened row
+    (ExtractNewRecordState), its own fields but the `__` metadata the SMT adds."""
     schema: Any = json.loads(text)
     if not isinstance(schema, dict):
         return {}
-    return {f["field"]: column_type(f) for f in row_fields(schema) if isinstance(f, dict) and "field" in f}
+    fields = flat_fields(schema) if flattened else row_fields(schema)
+    return {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
 
 
 _NO_TIME = dt.datetime.min
@@ -163,8 +166,9 @@ def batch_types(table: TableConfig, envelopes: list[str]) -> BatchTypes:
     """Merge declared columns and envelope schemas (most used first) into target types and profiles."""
     declared = declared_columns(table)
     profiles = [Profile(None, declared)]
-    if table.mode == "full":
-        profiles += [Profile(text, _envelope_columns(text)) for text in envelopes]
+    if table.mode != "patch":
+        flattened = table.mode == "flattened"
+        profiles += [Profile(text, _envelope_columns(text, flattened=flattened)) for text in envelopes]
     # declared types are the table owner's explicit choice; otherwise the most used schema decides,
     # unless another one is wider (int32 then int64 in one batch): then every value still fits
     target: dict[str, DataType] = {name: t.spark for name, t in declared.items()}

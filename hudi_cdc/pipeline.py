@@ -95,7 +95,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     routed = route(raw, ctx.config).persist()
     try:
         # tables typed by their JSON envelopes: the survey finds their schemas for decode
-        enveloped = [t.name for t in ctx.config.tables if t.mode == "full" and not uses_avro(t)]
+        enveloped = [t.name for t in ctx.config.tables if t.mode != "patch" and not uses_avro(t)]
         received = survey(routed, schemas_of=enveloped)
         metrics.first_read = first_offsets(r.kafka for r in received.values())
         unrouted = received.pop(None, None)

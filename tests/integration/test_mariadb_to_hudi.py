@@ -200,3 +200,58 @@ def test_mariadb_column_types_land_as_the_database_holds_them(
     finally:
         connect.delete_connector(connector)
         mariadb.execute(f"DROP DATABASE {database}")
+
+
+def test_mariadb_rows_flattened_by_extract_new_record_state_land_row_for_row(
+    spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, tmp_path: Path
+) -> None:
+    """`mode: flattened`: the connector runs Debezium's ExtractNewRecordState, deletes rewritten
+    (`__deleted`) and followed by tombstones, the binlog position added, the op not."""
+    suffix = uuid.uuid4().hex[:8]
+    database, table, prefix = f"flat_{suffix}", "customers", f"cdc_{suffix}"
+    qualified = f"{database}.{table}"
+    mariadb.execute(f"CREATE DATABASE {database}")
+    mariadb.execute(DDL.format(t=qualified))
+    mariadb.execute(
+        f"INSERT INTO {qualified} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', 'pro', NULL, 1, 2),"
+        " (2, 'george', -15.00, NULL, NULL, 'free', NULL, 0, 7)"
+    )
+    unwrap = {
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
+        "transforms.unwrap.add.fields": "source.ts_ms,source.file,source.pos,source.row,source.snapshot",
+    }
+    config = mariadb_connector_config(
+        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
+        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
+        bootstrap_servers=kafka.bootstrap_servers, extra=unwrap,
+    )  # fmt: skip
+    connector = f"mariadb-flat-{suffix}"
+    connect.create_connector(connector, config, initial_state="RUNNING")
+    try:
+        connect.wait_running(connector)
+        job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "mode": "flattened"}])
+        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
+
+        def equal_to_mariadb() -> bool:
+            job.run()
+            assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0, job.dead_letters()
+            stored = job.rows_spark("customers") if table_exists(spark, job.path("customers")) else []
+            expected = mariadb.execute(f"SELECT {', '.join(COLUMNS)} FROM {qualified}")
+            return {r["id"]: tuple(r[c] for c in COLUMNS) for r in stored} == {r[0]: tuple(r) for r in expected}
+
+        wait_for("the snapshot", equal_to_mariadb)
+        for statement in (
+            f"INSERT INTO {qualified} (id, name, balance) VALUES (3, 'anne', 42.00)",
+            f"UPDATE {qualified} SET balance = NULL, born = NULL, qty = -32768 WHERE id = 1",
+            f"DELETE FROM {qualified} WHERE id = 2",
+            f"UPDATE {qualified} SET id = 4 WHERE id = 3",  # a key change: a delete and a create
+        ):
+            mariadb.execute(statement)
+        wait_for("the changes", lambda: equal_to_mariadb() and {r["id"] for r in job.rows_spark("customers")} == {1, 4})
+        outcomes = [t for b in job.batches for t in b.tables]
+        assert sum(t.deleted for t in outcomes) == 2 and sum(t.tombstone for t in outcomes) == 2
+    finally:
+        connect.delete_connector(connector)
+        mariadb.execute(f"DROP DATABASE {database}")

@@ -250,6 +250,64 @@ def test_plain_record_without_declared_columns_is_rejected_with_what_to_do(spark
     assert reject["error_class"] == "NoSchema" and "declare `columns`" in reject["error_message"]
 
 
+# ---- flattened rows: Debezium's ExtractNewRecordState ------------------------------------------
+# as the MariaDB connector wrote them with `delete.tombstone.handling.mode=rewrite-with-tombstone`
+# and `add.fields=op,source.ts_ms,source.file,source.pos,source.row,source.snapshot`
+FLAT_FIELDS = [
+    {"type": "int32", "optional": False, "field": "id"},
+    {"type": "string", "optional": True, "field": "b"},
+    {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+     "parameters": {"scale": "2", "connect.decimal.precision": "10"}, "field": "amount"},
+    {"type": "string", "optional": True, "field": "__deleted"},
+    {"type": "string", "optional": True, "field": "__op"},
+    {"type": "int64", "optional": True, "field": "__source_ts_ms"},
+    {"type": "string", "optional": True, "field": "__source_file"},
+    {"type": "int64", "optional": True, "field": "__source_pos"},
+    {"type": "int32", "optional": True, "field": "__source_row"},
+    {"type": "string", "optional": True, "field": "__source_snapshot"},
+]  # fmt: skip
+FLAT_TABLE = TableConfig(name="t", key=["id"], base_path="/unused", mode="flattened")
+
+
+def _flat(row: dict[str, Any], op: str | None, pos: int, *, deleted: bool = False, snapshot: str | None = None) -> bytes:
+    meta = {"__deleted": str(deleted).lower(), "__op": op, "__source_ts_ms": 1_700_000_000_000,
+            "__source_file": "mariadb-bin.000001", "__source_pos": pos, "__source_row": 0, "__source_snapshot": snapshot}  # fmt: skip
+    schema = {"type": "struct", "fields": FLAT_FIELDS, "optional": False, "name": "srv.db.t.Value"}
+    return json.dumps({"schema": schema, "payload": row | meta}).encode()
+
+
+def test_flattened_rows_decode_as_their_changes_and_deletes_as_rewritten(spark: SparkSession) -> None:
+    records = [
+        (None, _flat({"id": 2, "b": "y", "amount": None}, "r", 2079, snapshot="last")),
+        (None, _flat({"id": 2, "b": "y", "amount": "AJY="}, "u", 2259)),
+        # the SMT's rewrite of a delete: the row as it was, marked deleted
+        (None, _flat({"id": 1, "b": "x", "amount": "AJY="}, "d", 2505, deleted=True)),
+        # without `add.fields=op`: `__deleted` alone tells a delete from an update
+        (None, _flat({"id": 3, "b": "z", "amount": None}, None, 2600, deleted=True)),
+        (None, _flat({"id": 4, "b": None, "amount": "ASw="}, None, 2756)),
+    ]
+    result = decode_cached(kafka_rows(spark, records, topic="srv.db.t"), FLAT_TABLE)
+    assert [f.name for f in result.schema.fields] == ["id", "b", "amount"]
+    events = by_offset(result.events)
+    assert [events[o]["_cdc_op"] for o in range(5)] == ["r", "u", "d", "d", "u"]
+    assert events[1]["amount"] == Decimal("1.50") and sorted(events[1][PRESENT]) == ["amount", "b", "id"]
+    assert (events[2]["id"], events[2][PRESENT], events[4]["b"]) == (1, [], None)
+    assert events[0]["_cdc_order"] == binlog_order(file_seq=1, pos=2079, row=0, snapshot=True, partition=0, offset=0)
+    assert events[4]["_cdc_order"] == binlog_order(file_seq=1, pos=2756, row=0, snapshot=False, partition=0, offset=4)
+    assert events[4]["_cdc_source"] == "mariadb-bin.000001:2756:0" and result.rejects.count() == 0
+
+
+def test_flattened_rows_without_a_position_or_schema_say_what_to_add(spark: SparkSession) -> None:
+    plain_row = json.dumps({"id": 5, "b": "p", "__deleted": "false"}).encode()
+    schema_change = json.dumps({"source": {"server": "srv"}, "ddl": "ALTER TABLE t ADD c INT", "tableChanges": []}).encode()
+    declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string"}})
+    result = decode_cached(kafka_rows(spark, [(None, plain_row), (None, schema_change)], topic="srv.db.t"), declared)
+    (reject,) = result.rejects.collect()
+    assert reject["error_class"] == "MissingOrder" and "add.fields" in reject["error_message"]
+    (skip,) = result.skipped.collect()
+    assert skip["offset"] == 1 and "schema change" in skip["reason"]
+
+
 # ---- PostgreSQL: lsn order, TOAST placeholders, key-only `before` ----------------------------
 DOCS = DebeziumTable(
     server="fulfillment", database="postgres", table="docs", key=["id"], connector="postgresql",
