@@ -428,3 +428,35 @@ def test_postgres_unchanged_toasted_values_of_every_kind_keep_their_stored_value
         assert row["ids"] == ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"] * n
         assert json.loads(row["props"]) == {f"k{g}": "v" for g in range(1, n + 1)}
         assert json.loads(row["doc"]) == list(range(1, n + 1)) and row["body"] == "x" * n * 10
+
+
+def test_postgres_rows_flattened_by_extract_new_record_state_land_row_for_row(
+    spark: SparkSession, kafka: LocalKafka, postgres: LocalPostgres, connect: LocalConnect, tmp_path: Path
+) -> None:
+    """`mode: flattened` on PostgreSQL: lsn-ordered rows, a rewritten delete, and an unchanged
+    TOASTed column (its placeholder) that keeps its stored value."""
+    unwrap = {
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",
+        "transforms.unwrap.add.fields": "op,source.lsn,source.ts_ms,source.sequence,source.txId,source.snapshot",
+    }
+    ddl = ["CREATE TABLE {t} (id integer PRIMARY KEY, a integer, note text)", TOASTED]
+    job = Job(spark, kafka, tmp_path, [{"name": "flat", "key": ["id"], "mode": "flattened"}])
+    with captured(postgres, connect, job, ddl, [(1, 1, _note(1)), (2, 2, "short")], unwrap) as source:
+        wait_for("the snapshot", source.holds({1, 2}))
+        for statement in (
+            "UPDATE {t} SET a = 10 WHERE id = 1",  # note unchanged: the placeholder
+            "DELETE FROM {t} WHERE id = 2",
+            "INSERT INTO {t} VALUES (3, 3, 'three')",
+            "UPDATE {t} SET a = NULL WHERE id = 3",
+        ):
+            postgres.execute(statement.format(t=source.qualified))
+        wait_for("the changes", source.holds({1, 3}))
+
+        def stored() -> dict[int, tuple[Any, ...]]:
+            return {r["id"]: (r["a"], r["note"]) for r in job.rows_spark("flat")}
+
+        wait_for("the last update", lambda: job.run() is not None and stored()[3] == (None, "three"))
+        expected = {r[0]: (r[1], r[2]) for r in postgres.execute(f"SELECT id, a, note FROM {source.qualified}")}
+        assert stored() == expected and expected[1] == (10, _note(1))
