@@ -112,29 +112,41 @@ def floor_div(value: Column, divisor: int) -> Column:
     return F.call_function("div", value - F.pmod(value, F.lit(divisor)), F.lit(divisor))
 
 
-def _signed_integer(binary: Column) -> Column:
-    """Big-endian two's-complement bytes -> decimal(38,0), exactly (NULL beyond 38 digits)."""
+def _twos_complement(binary: Column, body: Callable[[Column, Column], Column]) -> Column:
+    """`body(negative, magnitude_bytes)` of big-endian two's-complement bytes; NULL for no bytes.
+
+    A negative number is -(~bytes + 1): for one, `magnitude_bytes` are ~bytes (the body adds the
+    1), else the bytes themselves; either way as an array of longs 0..255.
+    """
 
     def from_hex(hexed: Column) -> Column:
         count = (F.length(hexed) / 2).cast("int")
         byte_values = F.transform(
             F.sequence(F.lit(0), count - 1),
-            lambda i: F.conv(hexed.substr(i * 2 + 1, F.lit(2)), 16, 10).cast("int"),
+            lambda i: F.conv(hexed.substr(i * 2 + 1, F.lit(2)), 16, 10).cast("long"),
         )
 
-        def fold(values: Column) -> Column:
-            # A negative number is -(~bytes + 1): folding the magnitude keeps every partial sum
-            # between 0 and the result, so only a value beyond 38 digits overflows (to NULL,
-            # non-ANSI), which the caller reports as a bad value.
+        def split(values: Column) -> Column:
             negative = F.element_at(values, 1) >= 128
-            digits = F.transform(values, lambda b: F.when(negative, 255 - b).otherwise(b))
-            zero = F.lit(0).cast("decimal(38,0)")
-            magnitude = F.aggregate(digits, zero, lambda acc, b: (acc * 256 + b).cast("decimal(38,0)"))
-            return F.when(negative, -(magnitude + 1)).otherwise(magnitude).cast("decimal(38,0)")
+            return body(negative, F.transform(values, lambda b: F.when(negative, 255 - b).otherwise(b)))
 
-        return F.when(count > 0, _let(byte_values, fold))
+        return F.when(count > 0, _let(byte_values, split))
 
     return _let(F.hex(binary), from_hex)
+
+
+def _signed_integer(binary: Column) -> Column:
+    """Big-endian two's-complement bytes -> decimal(38,0), exactly (NULL beyond 38 digits)."""
+
+    def fold(negative: Column, digits: Column) -> Column:
+        # Folding the magnitude keeps every partial sum between 0 and the result, so only a
+        # value beyond 38 digits overflows (to NULL, non-ANSI), which the caller reports as a
+        # bad value.
+        zero = F.lit(0).cast("decimal(38,0)")
+        magnitude = F.aggregate(digits, zero, lambda acc, b: (acc * 256 + b).cast("decimal(38,0)"))
+        return F.when(negative, -(magnitude + 1)).otherwise(magnitude).cast("decimal(38,0)")
+
+    return _twos_complement(binary, fold)
 
 
 _LIMB = 1_000_000_000
@@ -165,30 +177,18 @@ def _no_longs() -> Column:
 def _wide_integer_text(binary: Column) -> Column:
     """Big-endian two's-complement bytes of any length -> exact decimal text ('-' for a negative)."""
 
-    def from_hex(hexed: Column) -> Column:
-        count = (F.length(hexed) / 2).cast("int")
-        byte_values = F.transform(
-            F.sequence(F.lit(0), count - 1),
-            lambda i: F.conv(hexed.substr(i * 2 + 1, F.lit(2)), 16, 10).cast("long"),
+    def fold(negative: Column, digits: Column) -> Column:
+        magnitude = F.aggregate(digits, F.array(F.lit(0).cast("long")), lambda acc, b: _times_plus(acc, 256, b))
+        magnitude = F.when(negative, _times_plus(magnitude, 1, F.lit(1))).otherwise(magnitude)
+        # most significant limb first, the others zero-padded to 9 digits
+        limbs = F.reverse(magnitude)
+        text = F.concat(
+            F.element_at(limbs, 1).cast("string"),
+            F.array_join(F.transform(F.slice(limbs, 2, F.size(limbs)), lambda x: F.lpad(x.cast("string"), 9, "0")), ""),
         )
+        return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), text)
 
-        def fold(values: Column) -> Column:
-            # as in _signed_integer: a negative number is -(~bytes + 1)
-            negative = F.element_at(values, 1) >= 128
-            digits = F.transform(values, lambda b: F.when(negative, 255 - b).otherwise(b))
-            magnitude = F.aggregate(digits, F.array(F.lit(0).cast("long")), lambda acc, b: _times_plus(acc, 256, b))
-            magnitude = F.when(negative, _times_plus(magnitude, 1, F.lit(1))).otherwise(magnitude)
-            # most significant limb first, the others zero-padded to 9 digits
-            limbs = F.reverse(magnitude)
-            text = F.concat(
-                F.element_at(limbs, 1).cast("string"),
-                F.array_join(F.transform(F.slice(limbs, 2, F.size(limbs)), lambda x: F.lpad(x.cast("string"), 9, "0")), ""),
-            )
-            return F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), text)
-
-        return F.when(count > 0, _let(byte_values, fold))
-
-    return _let(F.hex(binary), from_hex)
+    return _twos_complement(binary, fold)
 
 
 def decimal_text(binary: Column, scale: Column | int, *, wide: bool = False) -> Column:

@@ -3,19 +3,22 @@ Kafka -> hudi_cdc -> Hudi, row for row, including a column added by DDL mid-stre
 
 from __future__ import annotations
 
-import random
-import uuid
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from devkit.services.connect import LocalConnect, avro_converter_config, mariadb_connector_config
+from devkit.services.connect import (
+    LocalConnect,
+    avro_converter_config,
+    flattening_config,
+)
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.hudi.table import table_exists
 from tests.integration.harness import Job, wait_for
+from tests.integration.test_mariadb_to_hudi import captured_mariadb, equal_to_mariadb
 
 pytestmark = pytest.mark.integration
 
@@ -40,29 +43,15 @@ def test_mariadb_avro_changes_land_row_for_row(
     registry: LocalRegistry,
     tmp_path: Path,
 ) -> None:
-    suffix = uuid.uuid4().hex[:8]
-    database, table, prefix = f"shop_{suffix}", "customers", f"cdc_{suffix}"
-    qualified = f"{database}.{table}"
-    mariadb.execute(f"CREATE DATABASE {database}")
-    mariadb.execute(DDL.format(t=qualified))
-    mariadb.execute(
-        f"INSERT INTO {qualified} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', '2024-03-01 12:30:15.5', 'pro', '{{\"vip\": true}}'),"
+    insert = (
+        "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', '2024-03-01 12:30:15.5', 'pro', '{{\"vip\": true}}'),"
         " (2, 'george', -15.00, NULL, NULL, NULL, 'free', NULL), (3, 'edward', 0.99, '2001-01-01', '2024-01-01 00:00:00', NULL, NULL, NULL)"
     )
-    config = mariadb_connector_config(
-        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
-        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
-        bootstrap_servers=kafka.bootstrap_servers, extra=avro_converter_config(registry.v2_url),
+    job = Job(
+        spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro"}],
+        schema_registry={"url": registry.ccompat_url},
     )  # fmt: skip
-    connector = f"mariadb-avro-{suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        job = Job(
-            spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro"}],
-            schema_registry={"url": registry.ccompat_url},
-        )  # fmt: skip
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
+    with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, avro_converter_config(registry.v2_url)) as qualified:
 
         def snapshot_landed() -> bool:
             job.run()
@@ -100,9 +89,6 @@ def test_mariadb_avro_changes_land_row_for_row(
         by_id = {r["id"]: r for r in job.rows_spark("customers")}
         assert by_id[1]["prefs"] is not None and '"vip"' in by_id[1]["prefs"]
         assert by_id[1]["stamped"] is not None
-    finally:
-        connect.delete_connector(connector)
-        mariadb.execute(f"DROP DATABASE {database}")
 
 
 def test_mariadb_avro_rows_flattened_by_extract_new_record_state_land_row_for_row(
@@ -114,51 +100,26 @@ def test_mariadb_avro_rows_flattened_by_extract_new_record_state_land_row_for_ro
     tmp_path: Path,
 ) -> None:
     """`mode: flattened` with `format: avro`: the SMT's rows through the Avro converter."""
-    suffix = uuid.uuid4().hex[:8]
-    database, table, prefix = f"flat_{suffix}", "customers", f"cdc_{suffix}"
-    qualified = f"{database}.{table}"
-    mariadb.execute(f"CREATE DATABASE {database}")
-    mariadb.execute(DDL.format(t=qualified))
-    mariadb.execute(
-        f"INSERT INTO {qualified} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', NULL, 'pro', NULL),"
+    insert = (
+        "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', NULL, 'pro', NULL),"
         " (2, 'george', -15.00, NULL, NULL, NULL, 'free', NULL)"
     )
-    unwrap = {
-        "transforms": "unwrap",
-        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",
-        "transforms.unwrap.add.fields": "op,source.ts_ms,source.file,source.pos,source.row,source.snapshot",
-    }
-    config = mariadb_connector_config(
-        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
-        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
-        bootstrap_servers=kafka.bootstrap_servers, extra=avro_converter_config(registry.v2_url) | unwrap,
+    job = Job(
+        spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro", "mode": "flattened"}],
+        schema_registry={"url": registry.ccompat_url},
     )  # fmt: skip
-    connector = f"mariadb-avro-flat-{suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        job = Job(
-            spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro", "mode": "flattened"}],
-            schema_registry={"url": registry.ccompat_url},
-        )  # fmt: skip
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
-
-        def equal_to_mariadb() -> bool:
-            job.run()
-            assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0, job.dead_letters()
-            stored = job.rows_spark("customers") if table_exists(spark, job.path("customers")) else []
-            expected = mariadb.execute(f"SELECT {', '.join(COLUMNS)} FROM {qualified}")
-            return {r["id"]: tuple(r[c] for c in COLUMNS) for r in stored} == {r[0]: tuple(r) for r in expected}
-
-        wait_for("the snapshot", equal_to_mariadb)
+    unwrap = flattening_config("op,source.ts_ms,source.file,source.pos,source.row,source.snapshot", "rewrite")
+    options = avro_converter_config(registry.v2_url) | unwrap
+    with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, options) as qualified:
+        wait_for("the snapshot", lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS))
         for statement in (
             f"UPDATE {qualified} SET balance = NULL, tier = 'free' WHERE id = 1",
             f"DELETE FROM {qualified} WHERE id = 2",
             f"INSERT INTO {qualified} (id, name, balance) VALUES (3, 'anne', 42.00)",
         ):
             mariadb.execute(statement)
-        wait_for("the changes", lambda: equal_to_mariadb() and {r["id"] for r in job.rows_spark("customers")} == {1, 3})
-    finally:
-        connect.delete_connector(connector)
-        mariadb.execute(f"DROP DATABASE {database}")
+        wait_for(
+            "the changes",
+            lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS)
+            and {r["id"] for r in job.rows_spark("customers")} == {1, 3},
+        )

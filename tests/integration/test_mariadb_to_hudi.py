@@ -7,9 +7,10 @@ DATETIME(6), TIMESTAMP, ENUM, JSON, TINYINT and SMALLINT columns.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import random
-import uuid
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from devkit.services.connect import LocalConnect, mariadb_connector_config
+from devkit.services.connect import LocalConnect, flattening_config, mariadb_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from hudi_cdc.hudi.table import table_exists
@@ -39,29 +40,60 @@ DDL = """CREATE TABLE {t} (
 COLUMNS = ["id", "name", "balance", "born", "seen", "tier", "flag", "qty"]
 
 
-def test_mariadb_changes_land_row_for_row(
-    spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, tmp_path: Path
-) -> None:
-    suffix = uuid.uuid4().hex[:8]
-    database, table, prefix = f"shop_{suffix}", "customers", f"cdc_{suffix}"
+@contextlib.contextmanager
+def captured_mariadb(
+    mariadb: LocalMariaDB,
+    connect: LocalConnect,
+    kafka: LocalKafka,
+    job: Job,
+    ddl: str,
+    insert: str,
+    connector_options: Mapping[str, str] | None = None,
+) -> Iterator[str]:
+    """Create `<database>.<table>` (the job's first table) with `ddl` and `insert` (a `{t}`
+    placeholder each), stream it through its own Debezium connector into the job, and yield its
+    qualified name; the connector and the database are removed at the end."""
+    table = job.tables[0]["name"]
+    database, prefix = f"db_{job.suffix}", f"cdc_{job.suffix}"
     qualified = f"{database}.{table}"
     mariadb.execute(f"CREATE DATABASE {database}")
-    mariadb.execute(DDL.format(t=qualified))
-    mariadb.execute(
-        f"INSERT INTO {qualified} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', 'pro', '{{\"vip\": true}}', 1, -32768),"
-        " (2, 'george', -15.00, NULL, NULL, 'free', NULL, 0, 7), (3, 'edward', 0.99, '2001-01-01', '2024-01-01 00:00:00', NULL, NULL, NULL, NULL)"
-    )
+    mariadb.execute(ddl.format(t=qualified))
+    mariadb.execute(insert.format(t=qualified))
     config = mariadb_connector_config(
         hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
         server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
-        bootstrap_servers=kafka.bootstrap_servers,
+        bootstrap_servers=kafka.bootstrap_servers, extra=connector_options,
     )  # fmt: skip
-    connector = f"mariadb-{suffix}"
+    job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
+    connector = f"mariadb-{job.suffix}"
     connect.create_connector(connector, config, initial_state="RUNNING")
     try:
         connect.wait_running(connector)
-        job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "type": "MERGE_ON_READ"}])
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
+        yield qualified
+    finally:
+        connect.delete_connector(connector)
+        mariadb.execute(f"DROP DATABASE {database}")
+
+
+def equal_to_mariadb(job: Job, mariadb: LocalMariaDB, qualified: str, columns: list[str]) -> bool:
+    """Run the job once (no record may be dead-lettered): does its table hold MariaDB's rows?"""
+    job.run()
+    assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0, job.dead_letters()
+    table = job.tables[0]["name"]
+    stored = job.rows_spark(table) if table_exists(job.spark, job.path(table)) else []
+    expected = mariadb.execute(f"SELECT {', '.join(columns)} FROM {qualified}")
+    return {r["id"]: tuple(r[c] for c in columns) for r in stored} == {r[0]: tuple(r) for r in expected}
+
+
+def test_mariadb_changes_land_row_for_row(
+    spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, tmp_path: Path
+) -> None:
+    insert = (
+        "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', 'pro', '{{\"vip\": true}}', 1, -32768),"
+        " (2, 'george', -15.00, NULL, NULL, 'free', NULL, 0, 7), (3, 'edward', 0.99, '2001-01-01', '2024-01-01 00:00:00', NULL, NULL, NULL, NULL)"
+    )
+    job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "type": "MERGE_ON_READ"}])
+    with captured_mariadb(mariadb, connect, kafka, job, DDL, insert) as qualified:
 
         def snapshot_landed() -> bool:
             job.run()
@@ -102,9 +134,6 @@ def test_mariadb_changes_land_row_for_row(
         (prefs,) = [r["prefs"] for r in job.rows_spark("customers") if r["id"] == 1]
         assert prefs is not None and '"vip"' in prefs
         assert {r["id"]: r["balance"] for r in job.rows_spark("customers")}[2] == Decimal("25.00")
-    finally:
-        connect.delete_connector(connector)
-        mariadb.execute(f"DROP DATABASE {database}")
 
 
 KINDS_DDL = """CREATE TABLE {t} (
@@ -148,42 +177,29 @@ def test_mariadb_column_types_land_as_the_database_holds_them(
     """TIME beyond 24 hours and negative, BIT, SET, YEAR, unsigned and 24-bit integers, TIMESTAMP(3),
     BLOB, FLOAT, POINT, GEOMETRY, DATETIME in the year 1000 and DECIMAL(65,30) beyond 38 digits,
     in a snapshot and in streamed changes; every value equal to MariaDB's."""
-    suffix = uuid.uuid4().hex[:8]
-    database, table, prefix = f"kinds_{suffix}", "kinds", f"cdc_{suffix}"
-    qualified = f"{database}.{table}"
-    mariadb.execute(f"CREATE DATABASE {database}")
-    mariadb.execute(KINDS_DDL.format(t=qualified))
-    mariadb.execute(
-        f"INSERT INTO {qualified} VALUES (1, '838:59:59.999999', '-12:00:01', b'1', b'1000000001', 'a,c', 2024,"
+    insert = (
+        "INSERT INTO {t} VALUES (1, '838:59:59.999999', '-12:00:01', b'1', b'1000000001', 'a,c', 2024,"
         " 4294967295, 18446744073709551615, 65535, 255, -8388608, 16777215, '2024-03-01 12:30:15.123', x'00ff10',"
         " 1.5, 2.25, ST_GeomFromText('POINT(1 2)'), ST_GeomFromText('LINESTRING(0 0,1 1)'), '1000-01-01 00:00:00',"
         " 12345678901234567890.123456789),"
         " (2, NULL, NULL, b'0', NULL, '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
         " NULL, -99999999999999999999999999999999999.999999999999999999999999999999)"
     )
-    config = mariadb_connector_config(
-        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
-        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
-        bootstrap_servers=kafka.bootstrap_servers, extra={"bigint.unsigned.handling.mode": "precise"},
-    )  # fmt: skip
-    connector = f"mariadb-{suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        job = Job(spark, kafka, tmp_path, [{"name": "kinds", "key": ["id"]}])
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
+    job = Job(spark, kafka, tmp_path, [{"name": "kinds", "key": ["id"]}])
+    precise = {"bigint.unsigned.handling.mode": "precise"}
+    with captured_mariadb(mariadb, connect, kafka, job, KINDS_DDL, insert, precise) as qualified:
 
         def rows() -> dict[int, tuple[Any, ...]]:
             stored = job.rows_spark("kinds") if table_exists(spark, job.path("kinds")) else []
             return {r["id"]: tuple(_plain(r[c].wkb if c in ("pt", "g") and r[c] else r[c]) for c in KINDS) for r in stored}
 
-        def equal_to_mariadb() -> bool:
+        def as_mariadb_holds() -> bool:
             job.run()
             assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0, job.dead_letters()
             expected = mariadb.execute(f"SELECT {', '.join(KINDS)} FROM {qualified}")
             return rows() == {r[0]: tuple(_as_stored(c, v) for c, v in zip(KINDS, r, strict=True)) for r in expected}
 
-        wait_for("the snapshot", equal_to_mariadb)
+        wait_for("the snapshot", as_mariadb_holds)
         for statement in (
             f"UPDATE {qualified} SET dur = '-838:59:59', b10 = b'0000000011', tags = 'b', yr = 1901, ut = 0,"
             " pt = ST_GeomFromText('POINT(-1.5 3)'), old = '1000-01-01 00:00:01', wide = 0.000000000000000000000000000001"
@@ -192,14 +208,11 @@ def test_mariadb_column_types_land_as_the_database_holds_them(
             " 9223372036854775808, 1e34)",
         ):
             mariadb.execute(statement)
-        wait_for("the changes", lambda: equal_to_mariadb() and 3 in rows() and rows()[1][6] == 1901)
+        wait_for("the changes", lambda: as_mariadb_holds() and 3 in rows() and rows()[1][6] == 1901)
         stored = rows()
         # what this test is about really arrived (else it would pass on simpler values)
         assert stored[1][1:5] == ("-838:59:59.000000", "-12:00:01.000000", True, b"\x00\x03")
         assert stored[3][8] == Decimal(2**63) and stored[2][20] == f"-{'9' * 35}.{'9' * 30}"
-    finally:
-        connect.delete_connector(connector)
-        mariadb.execute(f"DROP DATABASE {database}")
 
 
 def test_mariadb_rows_flattened_by_extract_new_record_state_land_row_for_row(
@@ -207,41 +220,14 @@ def test_mariadb_rows_flattened_by_extract_new_record_state_land_row_for_row(
 ) -> None:
     """`mode: flattened`: the connector runs Debezium's ExtractNewRecordState, deletes rewritten
     (`__deleted`) and followed by tombstones, the binlog position added, the op not."""
-    suffix = uuid.uuid4().hex[:8]
-    database, table, prefix = f"flat_{suffix}", "customers", f"cdc_{suffix}"
-    qualified = f"{database}.{table}"
-    mariadb.execute(f"CREATE DATABASE {database}")
-    mariadb.execute(DDL.format(t=qualified))
-    mariadb.execute(
-        f"INSERT INTO {qualified} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', 'pro', NULL, 1, 2),"
+    insert = (
+        "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', 'pro', NULL, 1, 2),"
         " (2, 'george', -15.00, NULL, NULL, 'free', NULL, 0, 7)"
     )
-    unwrap = {
-        "transforms": "unwrap",
-        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
-        "transforms.unwrap.add.fields": "source.ts_ms,source.file,source.pos,source.row,source.snapshot",
-    }
-    config = mariadb_connector_config(
-        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
-        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
-        bootstrap_servers=kafka.bootstrap_servers, extra=unwrap,
-    )  # fmt: skip
-    connector = f"mariadb-flat-{suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "mode": "flattened"}])
-        job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
-
-        def equal_to_mariadb() -> bool:
-            job.run()
-            assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0, job.dead_letters()
-            stored = job.rows_spark("customers") if table_exists(spark, job.path("customers")) else []
-            expected = mariadb.execute(f"SELECT {', '.join(COLUMNS)} FROM {qualified}")
-            return {r["id"]: tuple(r[c] for c in COLUMNS) for r in stored} == {r[0]: tuple(r) for r in expected}
-
-        wait_for("the snapshot", equal_to_mariadb)
+    job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "mode": "flattened"}])
+    unwrap = flattening_config("source.ts_ms,source.file,source.pos,source.row,source.snapshot")
+    with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, unwrap) as qualified:
+        wait_for("the snapshot", lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS))
         for statement in (
             f"INSERT INTO {qualified} (id, name, balance) VALUES (3, 'anne', 42.00)",
             f"UPDATE {qualified} SET balance = NULL, born = NULL, qty = -32768 WHERE id = 1",
@@ -249,9 +235,10 @@ def test_mariadb_rows_flattened_by_extract_new_record_state_land_row_for_row(
             f"UPDATE {qualified} SET id = 4 WHERE id = 3",  # a key change: a delete and a create
         ):
             mariadb.execute(statement)
-        wait_for("the changes", lambda: equal_to_mariadb() and {r["id"] for r in job.rows_spark("customers")} == {1, 4})
+        wait_for(
+            "the changes",
+            lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS)
+            and {r["id"] for r in job.rows_spark("customers")} == {1, 4},
+        )
         outcomes = [t for b in job.batches for t in b.tables]
         assert sum(t.deleted for t in outcomes) == 2 and sum(t.tombstone for t in outcomes) == 2
-    finally:
-        connect.delete_connector(connector)
-        mariadb.execute(f"DROP DATABASE {database}")

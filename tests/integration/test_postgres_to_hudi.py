@@ -25,7 +25,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from devkit.services.connect import LocalConnect, postgres_connector_config
+from devkit.services.connect import LocalConnect, flattening_config, postgres_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.postgres import LocalPostgres
 from hudi_cdc.hudi.table import table_exists
@@ -435,12 +435,7 @@ def test_postgres_rows_flattened_by_extract_new_record_state_land_row_for_row(
 ) -> None:
     """`mode: flattened` on PostgreSQL: lsn-ordered rows, a rewritten delete, and an unchanged
     TOASTed column (its placeholder) that keeps its stored value."""
-    unwrap = {
-        "transforms": "unwrap",
-        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",
-        "transforms.unwrap.add.fields": "op,source.lsn,source.ts_ms,source.sequence,source.txId,source.snapshot",
-    }
+    unwrap = flattening_config("op,source.lsn,source.ts_ms,source.sequence,source.txId,source.snapshot", "rewrite")
     ddl = ["CREATE TABLE {t} (id integer PRIMARY KEY, a integer, note text)", TOASTED]
     job = Job(spark, kafka, tmp_path, [{"name": "flat", "key": ["id"], "mode": "flattened"}])
     with captured(postgres, connect, job, ddl, [(1, 1, _note(1)), (2, 2, "short")], unwrap) as source:
