@@ -149,6 +149,9 @@ def _signed_integer(binary: Column) -> Column:
     return _twos_complement(binary, fold)
 
 
+_FAST_BYTES = 15
+"""The most bytes `_signed_integer` always holds: 2^119 has 36 digits."""
+
 _LIMB = 1_000_000_000
 """Base of `_wide_integer_text`'s limbs: a limb times 256 plus a carry still fits a long."""
 
@@ -221,7 +224,10 @@ def decimal_text(binary: Column, scale: Column | int, *, wide: bool = False) -> 
 
         return F.when(signed.isNotNull(), _let(padded, split))
 
-    integer = _wide_integer_text(binary) if wide else _signed_integer(binary).cast("string")
+    integer = _signed_integer(binary).cast("string")
+    if wide:
+        # up to 15 bytes (< 2^119, 36 digits) the cheaper 38-digit fold is exact
+        integer = F.when(F.length(binary) <= _FAST_BYTES, integer).otherwise(_wide_integer_text(binary))
     return _let(integer, text)
 
 
