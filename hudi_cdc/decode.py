@@ -33,6 +33,7 @@ from hudi_cdc.decode_checks import (
     non_data_reason,
     reject_columns,
 )
+from hudi_cdc.decode_flattened import flattened_envelope
 from hudi_cdc.decode_order import (
     SOURCE_STRUCT,
     column_order,
@@ -258,46 +259,6 @@ def with_envelope_schema(records: DataFrame, read: Column) -> DataFrame:
     return with_levels(records, levels).select(*[F.col(c) for c in records.columns], schema)
 
 
-_FLAT_METADATA = StructType(
-    [
-        StructField("__op", StringType()),
-        # "true"/"false" (a JSON boolean reads as the same text)
-        StructField("__deleted", StringType()),
-        StructField("__ts_ms", LongType()),
-        *[StructField(f"__source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
-    ]
-)
-"""The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
-ts_ms,source.ts_ms,source.file,...` and `__deleted` of the `rewrite` delete handling)."""
-
-
-def _flattened_envelope(row_text: Column) -> Column:
-    """A flattened row (ExtractNewRecordState) as the Debezium envelope decode reads.
-
-    A row marked `__deleted` (or with `__op` d) is a delete whose `before` is the row; any other
-    row is the `after` of its `__op`, an update when the SMT did not add the op. Records the SMT
-    passes through unchanged keep their own op: a logical-decoding message's `m`, none for a
-    schema change or transaction marker (both skipped by `non_data_reason`).
-    """
-    meta = F.from_json(row_text, _FLAT_METADATA)
-    marked = (F.lower(meta["__deleted"]) == "true") | (meta["__op"] == Op.DELETE.value)
-    deleted = F.coalesce(marked, F.lit(False))  # either field may be missing
-    own_op = F.get_json_object(row_text, "$.op")
-    op = (
-        F.when(own_op == "m", own_op)
-        .when(non_data_reason(F.lit(None).cast("string"), row_text).isNotNull(), F.lit(None).cast("string"))
-        .when(deleted, F.lit(Op.DELETE.value))
-        .otherwise(F.coalesce(meta["__op"], F.lit(Op.UPDATE.value)))
-    )
-    return F.struct(
-        op.alias("op"),
-        meta["__ts_ms"].alias("ts_ms"),
-        F.when(deleted, row_text).alias("before"),
-        F.when(~deleted, row_text).alias("after"),
-        F.struct(*[meta[f"__source_{f.name}"].alias(f.name) for f in SOURCE_STRUCT.fields]).alias("source"),
-    )
-
-
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
     """Levels adding the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map."""
     payload = F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON))
@@ -312,7 +273,7 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
         )
         envelope_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
     elif table.mode == "flattened":
-        envelope_levels = [[top.alias(_TOP), _flattened_envelope(F.col(_PAYLOAD)).alias(_ENV)]]
+        envelope_levels = [[top.alias(_TOP), flattened_envelope(F.col(_PAYLOAD)).alias(_ENV)]]
     else:
         envelope_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
