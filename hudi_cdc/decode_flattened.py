@@ -8,12 +8,13 @@ so decode orders, judges and types flattened rows exactly like enveloped ones.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudi_cdc.debezium_types import FLAT_METADATA_PREFIX as _P
-from hudi_cdc.decode_checks import non_data_reason
 from hudi_cdc.decode_order import SOURCE_STRUCT
 from hudi_cdc.events import Op
 
@@ -24,10 +25,42 @@ _FLAT_METADATA = StructType(
         StructField(f"{_P}deleted", StringType()),
         StructField(f"{_P}ts_ms", LongType()),
         *[StructField(f"{_P}source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
+        # what tells a record the SMT passed through unchanged (`_passed_through`)
+        StructField("op", StringType()),
+        StructField("source", StringType()),
+        StructField("status", StringType()),
     ]
 )
 """The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
-ts_ms,source.ts_ms,source.file,...` and `__deleted` of the `rewrite` delete handling)."""
+ts_ms,source.ts_ms,source.file,...` and `__deleted` of the `rewrite` delete handling), and the
+top-level fields of the records it passes through. All in one parse of the row."""
+
+TRANSACTION_MARKER_FIELDS = ("status", "id", "ts_ms", "event_count", "data_collections")
+"""Every field of a Debezium transaction marker (`<prefix>.transaction` topic)."""
+
+
+def _passed_through(row_text: Column, meta: Column) -> Column:
+    """The record is not a row but a Debezium record the SMT leaves alone: one with the
+    connector's `source` block (a schema change, a PostgreSQL message), or a transaction marker.
+
+    Columns live at the top level of a flattened row, so a field name alone proves nothing (a
+    table may well have `status` and `id`): a marker must have only a marker's fields, and a
+    `source` must be the connector's. The checks past the first condition run only where it holds.
+    """
+    connector_source = meta["source"].startswith("{") & F.get_json_object(meta["source"], "$.connector").isNotNull()
+    marker = meta["status"].isin("BEGIN", "END") & (
+        F.size(F.array_except(F.json_object_keys(row_text), F.array(*map(F.lit, TRANSACTION_MARKER_FIELDS)))) == 0
+    )
+    return F.coalesce(connector_source | marker, F.lit(False))
+
+
+def is_passed_through_schema(schema: dict[str, Any]) -> bool:
+    """A Connect schema of a record the SMT passes through (see `_passed_through`), not of a row:
+    it has the connector's `source` struct, or only a transaction marker's fields."""
+    fields = [f for f in schema.get("fields", []) if isinstance(f, dict)]
+    names = {str(f.get("field")) for f in fields}
+    has_source = any(f.get("field") == "source" and f.get("type") == "struct" for f in fields)
+    return has_source or ("status" in names and names <= set(TRANSACTION_MARKER_FIELDS))
 
 
 def flattened_envelope(row_text: Column) -> Column:
@@ -35,16 +68,14 @@ def flattened_envelope(row_text: Column) -> Column:
 
     A row marked `__deleted` (or with `__op` d) is a delete whose `before` is the row; any other
     row is the `after` of its `__op`, an update when the SMT did not add the op. Records the SMT
-    passes through unchanged keep their own op: a logical-decoding message's `m`, none for a
-    schema change or transaction marker (both skipped by `non_data_reason`).
+    passes through keep their own op: a PostgreSQL message's `m`, none for a schema change or a
+    transaction marker; decode skips all three (`decode_checks.non_data_reason`).
     """
     meta = F.from_json(row_text, _FLAT_METADATA)
     marked = (F.lower(meta[f"{_P}deleted"]) == "true") | (meta[f"{_P}op"] == Op.DELETE.value)
     deleted = F.coalesce(marked, F.lit(False))  # either field may be missing
-    own_op = F.get_json_object(row_text, "$.op")
     op = (
-        F.when(own_op == "m", own_op)
-        .when(non_data_reason(F.lit(None).cast("string"), row_text).isNotNull(), F.lit(None).cast("string"))
+        F.when(_passed_through(row_text, meta), meta["op"])
         .when(deleted, F.lit(Op.DELETE.value))
         .otherwise(F.coalesce(meta[f"{_P}op"], F.lit(Op.UPDATE.value)))
     )

@@ -21,6 +21,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.debezium_types import ColumnType, column_type, declared_type, fits, flat_fields, row_fields
+from hudi_cdc.decode_flattened import is_passed_through_schema
 from hudi_cdc.errors import ConfigError
 
 DECLARED = 0
@@ -108,8 +109,8 @@ def _envelope_columns(text: str, *, flattened: bool = False) -> dict[str, Column
     """The columns an envelope schema types: its `after` struct's fields, or, for a flattened row
     (ExtractNewRecordState), its own fields but the `__` metadata the SMT adds."""
     schema: Any = json.loads(text)
-    if not isinstance(schema, dict):
-        return {}
+    if not isinstance(schema, dict) or (flattened and is_passed_through_schema(schema)):
+        return {}  # a record the SMT passed through types no column of the table
     fields = flat_fields(schema) if flattened else row_fields(schema)
     return {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
 

@@ -299,13 +299,33 @@ def test_flattened_rows_decode_as_their_changes_and_deletes_as_rewritten(spark: 
 
 def test_flattened_rows_without_a_position_or_schema_say_what_to_add(spark: SparkSession) -> None:
     plain_row = json.dumps({"id": 5, "b": "p", "__deleted": "false"}).encode()
-    schema_change = json.dumps({"source": {"server": "srv"}, "ddl": "ALTER TABLE t ADD c INT", "tableChanges": []}).encode()
     declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string"}})
-    result = decode_cached(kafka_rows(spark, [(None, plain_row), (None, schema_change)], topic="srv.db.t"), declared)
-    (reject,) = result.rejects.collect()
+    (reject,) = decode_cached(kafka_rows(spark, [(None, plain_row)], topic="srv.db.t"), declared).rejects.collect()
     assert reject["error_class"] == "MissingOrder" and "add.fields" in reject["error_message"]
-    (skip,) = result.skipped.collect()
-    assert skip["offset"] == 1 and "schema change" in skip["reason"]
+
+
+def test_records_the_smt_passes_through_are_skipped_and_rows_named_like_them_are_not(spark: SparkSession) -> None:
+    source = {"connector": "mysql", "name": "srv", "file": "mariadb-bin.000001", "pos": 4}
+    change_schema = {"type": "struct", "optional": False, "name": "io.debezium.connector.mariadb.SchemaChangeValue",
+                     "fields": [{"type": "struct", "field": "source", "fields": []},
+                                {"type": "string", "field": "ddl"}, {"type": "array", "field": "tableChanges"}]}  # fmt: skip
+    records = [
+        (None, json.dumps({"source": source, "ddl": "ALTER TABLE t ADD c INT", "tableChanges": []}).encode()),
+        # the same with its schema: it must type no column of the table
+        (None, json.dumps({"schema": change_schema, "payload": {"source": source, "ddl": "DROP TABLE x", "tableChanges": []}}).encode()),
+        (None, json.dumps({"status": "END", "id": "571:53195832", "ts_ms": 1, "event_count": 2, "data_collections": []}).encode()),
+        (None, json.dumps({"op": "m", "ts_ms": 1, "source": source | {"connector": "postgresql"}, "message": {"prefix": "p"}}).encode()),
+        # a row whose columns look like a marker's or an envelope's: still a row
+        (None, json.dumps({"id": 7, "b": "x", "status": "END", "source": "{not the connector}", "__source_ts_ms": 5}).encode()),
+        (None, _flat({"id": 2, "b": "y", "amount": None}, "u", 2259)),
+    ]
+    declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string", "status": "string", "source": "string"}})
+    result = decode_cached(kafka_rows(spark, records, topic="srv.db.t"), declared)
+    assert sorted(r["offset"] for r in result.skipped.collect()) == [0, 1, 2, 3]
+    events = by_offset(result.events)
+    assert sorted(events) == [4, 5] and (events[4]["status"], events[4]["_cdc_op"]) == ("END", "u")
+    assert [f.name for f in result.schema.fields] == ["id", "b", "status", "source", "amount"]
+    assert result.rejects.count() == 0
 
 
 # ---- PostgreSQL: lsn order, TOAST placeholders, key-only `before` ----------------------------
