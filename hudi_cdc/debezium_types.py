@@ -249,15 +249,35 @@ def connect_decimal(precision: int, scale: int) -> ColumnType:
     )
 
 
-def wide_decimal(precision: int, scale: int) -> ColumnType:
+@dataclass(frozen=True)
+class WideDecimal(ColumnType):
+    """A Connect Decimal wider than Spark's 38 digits, stored as its exact text (`wide_decimal`)."""
+
+    scale: int = 0
+
+    def held_in(self, stored: DataType | None) -> ColumnType:
+        """How to convert it for a table that stores the column as `stored`.
+
+        A table created while the source column had at most 38 digits holds decimal(p, scale):
+        the source's widening (spec §7) widens it to decimal(38, scale), the most Spark and Hudi
+        hold, and a value beyond 38 digits is a bad value (the 38-digit conversion gives NULL).
+        A decimal column cannot become text in place (Avro has no such promotion).
+        """
+        if isinstance(stored, DecimalType) and stored.scale == self.scale:
+            return connect_decimal(MAX_PRECISION, self.scale)
+        return self
+
+
+def wide_decimal(precision: int, scale: int) -> WideDecimal:
     """A Connect Decimal wider than Spark's 38 digits (MySQL DECIMAL(65,30), PostgreSQL
     numeric(50,10)) -> a string holding the exact decimal, every digit kept (as for
     VariableScaleDecimal). decimal(38, scale) would hold only 38 - scale integer digits."""
-    return ColumnType(
+    return WideDecimal(
         kind=f"{DECIMAL}({precision},{scale})",
         wire=BinaryType(),
         spark=StringType(),
         convert=lambda c: decimal_text(c, scale, wide=True),
+        scale=scale,
     )
 
 

@@ -42,7 +42,7 @@ from hudi_cdc.decode_order import (
     source_text,
     source_ts_ms,
 )
-from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas
+from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas, held_decimals
 from hudi_cdc.decode_values import Values, typed_values
 from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
 from hudi_cdc.lineage import checkpointed
@@ -369,7 +369,9 @@ _ENVELOPE_LEVELS: PlanCache[tuple[tuple[Column, ...], ...]] = PlanCache(entries=
 _PLANS: PlanCache[_Plan] = PlanCache()
 
 
-def decode(raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None = None) -> DecodeResult:
+def decode(
+    raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None = None, stored: StructType | None = None
+) -> DecodeResult:
     """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset).
 
     Steps: find envelopes -> type the batch (its schemas) -> parse the change envelope -> typed
@@ -377,7 +379,8 @@ def decode(raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None =
     `envelopes` are the batch's distinct envelope schema texts, most used first, when the caller
     has them already (`tally.survey`, from `with_envelope_schema`); without them decode finds them
     in a Spark job of its own. The projection's expressions are built once per table config and
-    set of batch schemas, and reused by later batches (`plan_cache`).
+    set of batch schemas, and reused by later batches (`plan_cache`). `stored`: the table's data
+    columns (None for a new table), which decide how a decimal wider than 38 digits is converted.
     """
     tombstones = raw.filter(F.col("value").isNull()).select("topic", "partition", "offset")
     records = _envelopes(raw)
@@ -386,14 +389,14 @@ def decode(raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None =
     elif envelopes is None:
         envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))
     wire = WIRE_ERROR in records.columns
-    shape = (table.model_dump_json(), tuple(envelopes), wire)
-    plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), wire=wire))
+    shape = (table.model_dump_json(), tuple(envelopes), wire, held_decimals(stored))
+    plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), stored, wire=wire))
     return DecodeResult(
         parsed=with_levels(records, plan.levels).select(*plan.output), tombstones=tombstones, schema=plan.schema
     )
 
 
-def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
+def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *, wire: bool) -> _Plan:
     """Build decode's expressions for a batch with these envelope schemas (`wire`: records came as Avro).
 
     Typed values, PRESENT, ORDER and the failing check are columns of their own (a level each),
@@ -401,7 +404,7 @@ def _plan(table: TableConfig, envelopes: list[str], *, wire: bool) -> _Plan:
     read them, and a repeated expression is analysed on the driver and may be evaluated on the
     executors once per use.
     """
-    types = batch_types(table, envelopes)
+    types = batch_types(table, envelopes, stored)
     levels = _change_envelope(table, envelopes, types)
     parses, values = typed_values(
         types,

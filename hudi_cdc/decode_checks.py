@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DateType, TimestampType
+from pyspark.sql.types import DataType, DateType, DecimalType, TimestampType
 
 from hudi_cdc.avro.wire import WIRE_KEY, WIRE_VALUE
 from hudi_cdc.config import TableConfig
+from hudi_cdc.debezium_types import MAX_PRECISION
 from hudi_cdc.decode_schema import BatchTypes
 from hudi_cdc.decode_values import Values
 from hudi_cdc.events import Op
@@ -99,11 +100,15 @@ def error_of(checks: list[Check], failed: Column) -> tuple[Column, Column]:
 
 
 def _bad_value_text(name: str, dtype: DataType) -> str:
-    hint = (
-        ": ISO-8601 text; declare epoch numbers as bigint"
-        if isinstance(dtype, (TimestampType, DateType))
-        else ""
-    )
+    hint = ""
+    if isinstance(dtype, (TimestampType, DateType)):
+        hint = ": ISO-8601 text; declare epoch numbers as bigint"
+    elif isinstance(dtype, DecimalType) and dtype.precision == MAX_PRECISION:
+        # a source decimal wider than 38 digits lands here when the table was created narrower
+        hint = (
+            ": more than 38 digits, the most a decimal holds; if the source column is wider, the "
+            "table was created while it was narrower: re-create the table to store it as exact text"
+        )
     return f"{name} ({dtype.simpleString()}{hint})"
 
 

@@ -17,10 +17,18 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import DataType, DecimalType, StructField, StructType
 
 from hudi_cdc.config import TableConfig
-from hudi_cdc.debezium_types import ColumnType, column_type, declared_type, fits, flat_fields, row_fields
+from hudi_cdc.debezium_types import (
+    ColumnType,
+    WideDecimal,
+    column_type,
+    declared_type,
+    fits,
+    flat_fields,
+    row_fields,
+)
 from hudi_cdc.decode_flattened import is_passed_through_schema
 from hudi_cdc.errors import ConfigError
 
@@ -105,14 +113,27 @@ def declared_columns(table: TableConfig) -> dict[str, ColumnType]:
     return types
 
 
-def _envelope_columns(text: str, *, flattened: bool = False) -> dict[str, ColumnType]:
+def _envelope_columns(text: str, stored: StructType | None, *, flattened: bool = False) -> dict[str, ColumnType]:
     """The columns an envelope schema types: its `after` struct's fields, or, for a flattened row
-    (ExtractNewRecordState), its own fields but the `__` metadata the SMT adds."""
+    (ExtractNewRecordState), its own fields but the `__` metadata the SMT adds. A decimal wider
+    than 38 digits is converted for the type the table stores it as (`WideDecimal.held_in`)."""
     schema: Any = json.loads(text)
     if not isinstance(schema, dict) or (flattened and is_passed_through_schema(schema)):
         return {}  # a record the SMT passed through types no column of the table
     fields = flat_fields(schema) if flattened else row_fields(schema)
-    return {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
+    columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
+    return {name: _held(column, name, stored) for name, column in columns.items()}
+
+
+def _held(column: ColumnType, name: str, stored: StructType | None) -> ColumnType:
+    if not isinstance(column, WideDecimal) or stored is None or name not in stored.fieldNames():
+        return column
+    return column.held_in(stored[name].dataType)
+
+
+def held_decimals(stored: StructType | None) -> tuple[str, ...]:
+    """The stored table's decimal columns: what a batch's typing depends on besides its schemas."""
+    return tuple(f.simpleString() for f in stored.fields if isinstance(f.dataType, DecimalType)) if stored else ()
 
 
 _NO_TIME = dt.datetime.min
@@ -163,13 +184,17 @@ def distinct_schemas(records: DataFrame, schema: Column, has_envelope: Column) -
     return most_used_first(SchemaUse(str(r["s"]), int(r["n"]), r["ts"], int(r["offset"])) for r in rows)
 
 
-def batch_types(table: TableConfig, envelopes: list[str]) -> BatchTypes:
-    """Merge declared columns and envelope schemas (most used first) into target types and profiles."""
-    declared = declared_columns(table)
+def batch_types(table: TableConfig, envelopes: list[str], stored: StructType | None = None) -> BatchTypes:
+    """Merge declared columns and envelope schemas (most used first) into target types and profiles.
+
+    `stored`: the table's data columns (None for a new table), for the decimals wider than 38
+    digits it holds as decimal(38, s) (`WideDecimal.held_in`).
+    """
+    declared = {name: _held(column, name, stored) for name, column in declared_columns(table).items()}
     profiles = [Profile(None, declared)]
     if table.mode != "patch":
         flattened = table.mode == "flattened"
-        profiles += [Profile(text, _envelope_columns(text, flattened=flattened)) for text in envelopes]
+        profiles += [Profile(text, _envelope_columns(text, stored, flattened=flattened)) for text in envelopes]
     # declared types are the table owner's explicit choice; otherwise the most used schema decides,
     # unless another one is wider (int32 then int64 in one batch): then every value still fits
     target: dict[str, DataType] = {name: t.spark for name, t in declared.items()}

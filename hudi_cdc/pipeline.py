@@ -290,13 +290,14 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
     metrics.tombstone = received.tombstones
     if received.tombstones == read:
         return metrics  # tombstones only: nothing to decode
-    decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes).cached()
+    columns = data_schema(stored)
+    decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes, stored=columns).cached()
     folded: DataFrame | None = None
     # None until a commit records them (a new table, or one written before they were recorded)
     recorded_sources = json.loads(committed[SOURCE_TYPES_KEY]) if SOURCE_TYPES_KEY in committed else None
     try:
         try:
-            schema = check(decoded.schema, data_schema(stored), table, recorded_sources)
+            schema = check(decoded.schema, columns, table, recorded_sources)
         except SchemaChangeError as exc:
             return _schema_change(exc, records, decoded, table, previous.watermark_ts_ms, metrics, ctx)
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None

@@ -3,6 +3,7 @@ change stops only its table, with its records in the dead-letter store, while ot
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,32 @@ def test_an_integer_narrowed_at_the_source_stops_its_table_though_both_are_store
     assert "column qty: type int32 -> int16 at the source is not a widening" in errors["small"]
     assert [(r["name"], r["qty"]) for t in ("wide", "small") for r in job.rows_spark(t)] == [
         ("a", 70_000), ("c", 70_000)]  # fmt: skip
+
+
+def test_a_decimal_widened_beyond_38_digits_widens_the_stored_decimal(
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    """Spec §7, decimal precision up with the same scale, past what a decimal holds: DECIMAL(20,2)
+    -> DECIMAL(50,2). The stored decimal(20,2) widens to decimal(38,2) (Hudi cannot turn a decimal
+    into text in place); a value of more than 38 digits is dead-lettered with its reason, and the
+    table keeps flowing."""
+    job = Job(spark, kafka, tmp_path, [{"name": "ledger", "key": ["id"]}], metastore_uris=metastore.uri)
+    narrow = _source(job, "ledger", Column("amount", "decimal", scale=2, precision=20))
+    wide = _source(job, "ledger", Column("amount", "decimal", scale=2, precision=50))
+    big, beyond = Decimal("123456789012345678901234567890123456.78"), Decimal("1" + "0" * 40 + ".25")
+    job.produce("ledger", [narrow.change("c", after={"id": 1, "name": "a", "amount": Decimal("1.50")}, pos=100)])
+    job.run()
+    job.produce("ledger", [
+        wide.change("u", after={"id": 1, "name": "a", "amount": big}, pos=200),
+        wide.change("c", after={"id": 2, "name": "b", "amount": beyond}, pos=300),
+        wide.change("c", after={"id": 3, "name": "c", "amount": Decimal("-7.25")}, pos=400),
+    ])  # fmt: skip
+    (batch,) = job.run()
+    (ledger,) = batch.tables
+    assert ledger.error is None and (ledger.dead_letter, ledger.applied) == (1, 2)
+    (letter,) = job.dead_letters()
+    assert letter["error_class"] == "BadValue" and "amount (decimal(38,2): more than 38 digits" in letter["error_message"]
+    rows = job.rows_spark("ledger")
+    assert [(r["id"], r["amount"]) for r in rows] == [(1, big), (3, Decimal("-7.25"))]
+    assert trino.query(f"select typeof(amount) from {job.database}.ledger limit 1") == [("decimal(38,2)",)]
+    assert trino.query(f"select id, amount from {job.database}.ledger order by id") == [(1, big), (3, Decimal("-7.25"))]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import DecimalType, IntegerType, StringType, StructField, StructType
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord, patch_message
 from hudi_cdc.config import TableConfig
@@ -636,6 +637,33 @@ def test_a_few_contradicting_records_do_not_decide_a_new_tables_types(spark: Spa
     assert {f.name: f.dataType.simpleString() for f in result.schema.fields}["balance"] == "decimal(10,2)"
     assert sorted(e["id"] for e in result.events.collect()) == [1, 2, 3]
     assert {(r["offset"], r["error_class"]) for r in result.rejects.collect()} == {(0, "SchemaConflict"), (4, "SchemaConflict")}
+
+
+def test_a_decimal_widened_beyond_38_digits_is_held_in_the_tables_decimal(spark: SparkSession) -> None:
+    """Spec §7, decimal precision up with the same scale: DECIMAL(20,2) -> DECIMAL(50,2) at the
+    source. A new table stores the wide column as exact text; a table holding decimal(20,2) widens
+    to decimal(38,2) (a decimal cannot become text in place), and a value beyond 38 digits is a
+    bad value that names the way out, never a NULL."""
+    source = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
+        Column("id", "int32"), Column("amount", "decimal", scale=2, precision=50)])  # fmt: skip
+    fits, beyond = Decimal("123456789012345678901234567890123456.78"), Decimal("1" + "0" * 40 + ".25")
+    raw = kafka_rows(spark, [source.change("c", after={"id": 1, "amount": fits}),
+                             source.change("c", after={"id": 2, "amount": beyond})], topic="s.d.t")  # fmt: skip
+    table = TableConfig(name="t", key=["id"], base_path="/x")
+    new = decode(raw, table).cached()
+    assert new.schema["amount"].dataType == StringType()
+    assert {e["id"]: e["amount"] for e in new.events.collect()} == {1: str(fits), 2: str(beyond)}
+
+    stored = StructType([StructField("id", IntegerType()), StructField("amount", DecimalType(20, 2))])
+    held = decode(raw, table, stored=stored).cached()
+    assert held.schema["amount"].dataType == DecimalType(38, 2)
+    assert {e["id"]: e["amount"] for e in held.events.collect()} == {1: fits}
+    (reject,) = held.rejects.collect()
+    assert (reject["offset"], reject["error_class"]) == (1, "BadValue")
+    assert "amount (decimal(38,2): more than 38 digits" in reject["error_message"]
+
+    other_scale = StructType([StructField("id", IntegerType()), StructField("amount", DecimalType(20, 3))])
+    assert decode(raw, table, stored=other_scale).schema["amount"].dataType == StringType()  # a scale change
 
 
 def test_binary_column_round_trips(spark: SparkSession) -> None:
