@@ -53,6 +53,10 @@ def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
     )
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
+    # Kafka Connect with exactly-once source support writes in transactions: records of an
+    # aborted one were never committed by Connect and must not be applied. Same as
+    # read_uncommitted for topics written without transactions; `kafka.properties` may override.
+    reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in kafka.properties.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()
