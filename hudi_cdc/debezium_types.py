@@ -554,14 +554,11 @@ def storable(dtype: DataType) -> DataType:
     return dtype
 
 
-FLAT_METADATA_PREFIX = "__"
-"""What Debezium's ExtractNewRecordState puts before the fields it adds (`add.fields.prefix`)."""
-
-
-def flat_fields(row_schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """The column fields of a flattened row's schema: all but the SMT's `__` metadata, in order."""
+def flat_fields(row_schema: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """The column fields of a flattened row's schema: all but the metadata ExtractNewRecordState
+    adds (named `prefix` + field, the SMT's `add.fields.prefix`), in order."""
     fields = row_schema.get("fields", [])
-    return [f for f in fields if not str(f.get("field", "")).startswith(FLAT_METADATA_PREFIX)]
+    return [f for f in fields if not str(f.get("field", "")).startswith(prefix)]
 
 
 def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:

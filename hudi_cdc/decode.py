@@ -273,7 +273,7 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
         )
         envelope_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
     elif table.mode == "flattened":
-        envelope_levels = [[top.alias(_TOP), flattened_envelope(F.col(_PAYLOAD)).alias(_ENV)]]
+        envelope_levels = [[top.alias(_TOP), flattened_envelope(F.col(_PAYLOAD), table.flattened_prefix).alias(_ENV)]]
     else:
         envelope_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
@@ -301,7 +301,7 @@ def _key_payload() -> Column:
 
 def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) -> Order:
     if table.ordering == "source":
-        source = F.col(f"{_ENV}.source")
+        p, source = table.flattened_prefix, F.col(f"{_ENV}.source")
         order = source_order(op, F.col(f"{_ENV}.ts_ms"), source)
         given = [source["file"], source["pos"], source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
         return Order(
@@ -309,8 +309,8 @@ def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) ->
             number=None,
             malformed=order.isNull() & F.exists(F.array(*[g.isNotNull() for g in given]), lambda x: x),
             missing_reason=(
-                "no source position (`__source_file`/`__source_pos`/`__source_row`, `__source_lsn` or "
-                "`__source_ts_ms`); add them with the SMT's `add.fields` (source.file,source.pos,source.row "
+                f"no source position (`{p}source_file`/`{p}source_pos`/`{p}source_row`, `{p}source_lsn` or "
+                f"`{p}source_ts_ms`); add them with the SMT's `add.fields` (source.file,source.pos,source.row "
                 "or source.lsn, and source.ts_ms), or set the table's `ordering` to a column"
                 if table.mode == "flattened"
                 else "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "

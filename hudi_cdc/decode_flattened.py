@@ -2,7 +2,7 @@
 
 The SMT replaces the envelope by the row itself and, when configured, adds metadata fields:
 `__deleted` (`delete.tombstone.handling.mode=rewrite`), `__op`, `__ts_ms` and `__source_*`
-(`add.fields`). This module turns those back into the envelope's op, before/after and source,
+(`add.fields`), `__` being the SMT's `add.fields.prefix` (the table's `flattened_prefix`). This module turns those back into the envelope's op, before/after and source,
 so decode orders, judges and types flattened rows exactly like enveloped ones.
 """
 
@@ -14,26 +14,29 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from hudi_cdc.debezium_types import FLAT_METADATA_PREFIX as _P
 from hudi_cdc.decode_order import SOURCE_STRUCT
 from hudi_cdc.events import Op
 
-_FLAT_METADATA = StructType(
-    [
-        StructField(f"{_P}op", StringType()),
-        # "true"/"false" (a JSON boolean reads as the same text)
-        StructField(f"{_P}deleted", StringType()),
-        StructField(f"{_P}ts_ms", LongType()),
-        *[StructField(f"{_P}source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
-        # what tells a record the SMT passed through unchanged (`_passed_through`)
-        StructField("op", StringType()),
-        StructField("source", StringType()),
-        StructField("status", StringType()),
-    ]
-)
-"""The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
-ts_ms,source.ts_ms,source.file,...` and `__deleted` of the `rewrite` delete handling), and the
-top-level fields of the records it passes through. All in one parse of the row."""
+
+def _flat_metadata(prefix: str) -> StructType:
+    """The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
+    ts_ms,source.ts_ms,source.file,...` and `deleted` of the `rewrite` delete handling, each
+    behind the SMT's `add.fields.prefix`), and the top-level fields of the records it passes
+    through. All in one parse of the row."""
+    return StructType(
+        [
+            StructField(f"{prefix}op", StringType()),
+            # "true"/"false" (a JSON boolean reads as the same text)
+            StructField(f"{prefix}deleted", StringType()),
+            StructField(f"{prefix}ts_ms", LongType()),
+            *[StructField(f"{prefix}source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
+            # what tells a record the SMT passed through unchanged (`_passed_through`)
+            StructField("op", StringType()),
+            StructField("source", StringType()),
+            StructField("status", StringType()),
+        ]
+    )
+
 
 TRANSACTION_MARKER_FIELDS = ("status", "id", "ts_ms", "event_count", "data_collections")
 """Every field of a Debezium transaction marker (`<prefix>.transaction` topic)."""
@@ -63,26 +66,27 @@ def is_passed_through_schema(schema: dict[str, Any]) -> bool:
     return has_source or ("status" in names and names <= set(TRANSACTION_MARKER_FIELDS))
 
 
-def flattened_envelope(row_text: Column) -> Column:
-    """A flattened row (ExtractNewRecordState) as the Debezium envelope decode reads.
+def flattened_envelope(row_text: Column, prefix: str) -> Column:
+    """A flattened row (ExtractNewRecordState, metadata fields behind `prefix`) as the Debezium
+    envelope decode reads.
 
-    A row marked `__deleted` (or with `__op` d) is a delete whose `before` is the row; any other
-    row is the `after` of its `__op`, an update when the SMT did not add the op. Records the SMT
-    passes through keep their own op: a PostgreSQL message's `m`, none for a schema change or a
+    A row marked `deleted` (or with op d) is a delete whose `before` is the row; any other row
+    is the `after` of its op, an update when the SMT did not add the op. Records the SMT passes
+    through keep their own op: a PostgreSQL message's `m`, none for a schema change or a
     transaction marker; decode skips all three (`decode_checks.non_data_reason`).
     """
-    meta = F.from_json(row_text, _FLAT_METADATA)
-    marked = (F.lower(meta[f"{_P}deleted"]) == "true") | (meta[f"{_P}op"] == Op.DELETE.value)
+    meta = F.from_json(row_text, _flat_metadata(prefix))
+    marked = (F.lower(meta[f"{prefix}deleted"]) == "true") | (meta[f"{prefix}op"] == Op.DELETE.value)
     deleted = F.coalesce(marked, F.lit(False))  # either field may be missing
     op = (
         F.when(_passed_through(row_text, meta), meta["op"])
         .when(deleted, F.lit(Op.DELETE.value))
-        .otherwise(F.coalesce(meta[f"{_P}op"], F.lit(Op.UPDATE.value)))
+        .otherwise(F.coalesce(meta[f"{prefix}op"], F.lit(Op.UPDATE.value)))
     )
     return F.struct(
         op.alias("op"),
-        meta[f"{_P}ts_ms"].alias("ts_ms"),
+        meta[f"{prefix}ts_ms"].alias("ts_ms"),
         F.when(deleted, row_text).alias("before"),
         F.when(~deleted, row_text).alias("after"),
-        F.struct(*[meta[f"{_P}source_{f.name}"].alias(f.name) for f in SOURCE_STRUCT.fields]).alias("source"),
+        F.struct(*[meta[f"{prefix}source_{f.name}"].alias(f.name) for f in SOURCE_STRUCT.fields]).alias("source"),
     )

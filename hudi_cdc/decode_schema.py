@@ -113,14 +113,15 @@ def declared_columns(table: TableConfig) -> dict[str, ColumnType]:
     return types
 
 
-def _envelope_columns(text: str, stored: StructType | None, *, flattened: bool = False) -> dict[str, ColumnType]:
+def _envelope_columns(text: str, stored: StructType | None, table: TableConfig) -> dict[str, ColumnType]:
     """The columns an envelope schema types: its `after` struct's fields, or, for a flattened row
-    (ExtractNewRecordState), its own fields but the `__` metadata the SMT adds. A decimal wider
-    than 38 digits is converted for the type the table stores it as (`WideDecimal.held_in`)."""
+    (ExtractNewRecordState), its own fields but the metadata the SMT adds. A decimal wider than
+    38 digits is converted for the type the table stores it as (`WideDecimal.held_in`)."""
     schema: Any = json.loads(text)
+    flattened = table.mode == "flattened"
     if not isinstance(schema, dict) or (flattened and is_passed_through_schema(schema)):
         return {}  # a record the SMT passed through types no column of the table
-    fields = flat_fields(schema) if flattened else row_fields(schema)
+    fields = flat_fields(schema, table.flattened_prefix) if flattened else row_fields(schema)
     columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
     return {name: _held(column, name, stored) for name, column in columns.items()}
 
@@ -193,8 +194,7 @@ def batch_types(table: TableConfig, envelopes: list[str], stored: StructType | N
     declared = {name: _held(column, name, stored) for name, column in declared_columns(table).items()}
     profiles = [Profile(None, declared)]
     if table.mode != "patch":
-        flattened = table.mode == "flattened"
-        profiles += [Profile(text, _envelope_columns(text, stored, flattened=flattened)) for text in envelopes]
+        profiles += [Profile(text, _envelope_columns(text, stored, table)) for text in envelopes]
     # declared types are the table owner's explicit choice; otherwise the most used schema decides,
     # unless another one is wider (int32 then int64 in one batch): then every value still fits
     target: dict[str, DataType] = {name: t.spark for name, t in declared.items()}

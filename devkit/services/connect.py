@@ -274,16 +274,18 @@ def avro_converter_config(registry_v2_url: str) -> dict[str, str]:
     return config
 
 
-def flattening_config(add_fields: str, deletes: str = "rewrite-with-tombstone") -> dict[str, str]:
+def flattening_config(add_fields: str, deletes: str = "rewrite-with-tombstone", prefix: str = "__") -> dict[str, str]:
     """Connector keys that run Debezium's ExtractNewRecordState SMT (for `mode: flattened` tables).
 
     `add_fields` is the SMT's `add.fields` (e.g. `op,source.ts_ms,source.file,source.pos`);
-    `deletes` its `delete.tombstone.handling.mode` (`rewrite`: a delete as its row, `__deleted`).
-    Pass as `extra` to a connector config.
+    `deletes` its `delete.tombstone.handling.mode` (`rewrite`: a delete as its row, `__deleted`);
+    `prefix` its `add.fields.prefix` (the table's `flattened_prefix`). Pass as `extra` to a
+    connector config.
     """
     return {
         "transforms": "unwrap",
         "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
         "transforms.unwrap.delete.tombstone.handling.mode": deletes,
         "transforms.unwrap.add.fields": add_fields,
+        "transforms.unwrap.add.fields.prefix": prefix,
     }

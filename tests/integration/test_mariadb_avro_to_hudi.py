@@ -99,16 +99,17 @@ def test_mariadb_avro_rows_flattened_by_extract_new_record_state_land_row_for_ro
     registry: LocalRegistry,
     tmp_path: Path,
 ) -> None:
-    """`mode: flattened` with `format: avro`: the SMT's rows through the Avro converter."""
+    """`mode: flattened` with `format: avro`: the SMT's rows through the Avro converter, its
+    metadata behind a prefix of the user's choice (`add.fields.prefix`, the table's `flattened_prefix`)."""
     insert = (
         "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', NULL, 'pro', NULL),"
         " (2, 'george', -15.00, NULL, NULL, NULL, 'free', NULL)"
     )
     job = Job(
-        spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro", "mode": "flattened"}],
+        spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro", "mode": "flattened", "flattened_prefix": "cdc_"}],
         schema_registry={"url": registry.ccompat_url},
     )  # fmt: skip
-    unwrap = flattening_config("op,source.ts_ms,source.file,source.pos,source.row,source.snapshot", "rewrite")
+    unwrap = flattening_config("op,source.ts_ms,source.file,source.pos,source.row,source.snapshot", "rewrite", "cdc_")
     options = avro_converter_config(registry.v2_url) | unwrap
     with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, options) as qualified:
         wait_for("the snapshot", lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS))
@@ -123,3 +124,4 @@ def test_mariadb_avro_rows_flattened_by_extract_new_record_state_land_row_for_ro
             lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS)
             and {r["id"] for r in job.rows_spark("customers")} == {1, 3},
         )
+        assert not [c for c in job.rows_spark("customers")[0] if c.startswith("cdc_")], "metadata became columns"

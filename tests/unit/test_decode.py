@@ -270,24 +270,32 @@ FLAT_FIELDS = [
 FLAT_TABLE = TableConfig(name="t", key=["id"], base_path="/unused", mode="flattened")
 
 
-def _flat(row: dict[str, Any], op: str | None, pos: int, *, deleted: bool = False, snapshot: str | None = None) -> bytes:
+def _flat(
+    row: dict[str, Any], op: str | None, pos: int, *, deleted: bool = False, snapshot: str | None = None,
+    prefix: str = "__",
+) -> bytes:
+    """A flattened row with its schema; `prefix`: the SMT's `add.fields.prefix`."""
     meta = {"__deleted": str(deleted).lower(), "__op": op, "__source_ts_ms": 1_700_000_000_000,
             "__source_file": "mariadb-bin.000001", "__source_pos": pos, "__source_row": 0, "__source_snapshot": snapshot}  # fmt: skip
-    schema = {"type": "struct", "fields": FLAT_FIELDS, "optional": False, "name": "srv.db.t.Value"}
+    meta = {prefix + name[2:]: value for name, value in meta.items()}
+    fields = [f | {"field": prefix + f["field"][2:]} if f["field"].startswith("__") else f for f in FLAT_FIELDS]
+    schema = {"type": "struct", "fields": fields, "optional": False, "name": "srv.db.t.Value"}
     return json.dumps({"schema": schema, "payload": row | meta}).encode()
 
 
-def test_flattened_rows_decode_as_their_changes_and_deletes_as_rewritten(spark: SparkSession) -> None:
+@pytest.mark.parametrize("prefix", ["__", "cdc_"])
+def test_flattened_rows_decode_as_their_changes_and_deletes_as_rewritten(spark: SparkSession, prefix: str) -> None:
     records = [
-        (None, _flat({"id": 2, "b": "y", "amount": None}, "r", 2079, snapshot="last")),
-        (None, _flat({"id": 2, "b": "y", "amount": "AJY="}, "u", 2259)),
+        (None, _flat({"id": 2, "b": "y", "amount": None}, "r", 2079, snapshot="last", prefix=prefix)),
+        (None, _flat({"id": 2, "b": "y", "amount": "AJY="}, "u", 2259, prefix=prefix)),
         # the SMT's rewrite of a delete: the row as it was, marked deleted
-        (None, _flat({"id": 1, "b": "x", "amount": "AJY="}, "d", 2505, deleted=True)),
+        (None, _flat({"id": 1, "b": "x", "amount": "AJY="}, "d", 2505, deleted=True, prefix=prefix)),
         # without `add.fields=op`: `__deleted` alone tells a delete from an update
-        (None, _flat({"id": 3, "b": "z", "amount": None}, None, 2600, deleted=True)),
-        (None, _flat({"id": 4, "b": None, "amount": "ASw="}, None, 2756)),
+        (None, _flat({"id": 3, "b": "z", "amount": None}, None, 2600, deleted=True, prefix=prefix)),
+        (None, _flat({"id": 4, "b": None, "amount": "ASw="}, None, 2756, prefix=prefix)),
     ]
-    result = decode_cached(kafka_rows(spark, records, topic="srv.db.t"), FLAT_TABLE)
+    table = FLAT_TABLE.model_copy(update={"flattened_prefix": prefix})
+    result = decode_cached(kafka_rows(spark, records, topic="srv.db.t"), table)
     assert [f.name for f in result.schema.fields] == ["id", "b", "amount"]
     events = by_offset(result.events)
     assert [events[o]["_cdc_op"] for o in range(5)] == ["r", "u", "d", "d", "u"]
@@ -303,6 +311,11 @@ def test_flattened_rows_without_a_position_or_schema_say_what_to_add(spark: Spar
     declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string"}})
     (reject,) = decode_cached(kafka_rows(spark, [(None, plain_row)], topic="srv.db.t"), declared).rejects.collect()
     assert reject["error_class"] == "MissingOrder" and "add.fields" in reject["error_message"]
+    assert "`__source_pos`" in reject["error_message"]
+    # rows of an SMT whose prefix the table does not name: no position either, never a guessed one
+    other = _flat({"id": 4, "b": None, "amount": "ASw="}, "u", 2756, prefix="cdc_")
+    (reject,) = decode_cached(kafka_rows(spark, [(None, other)], topic="srv.db.t"), FLAT_TABLE).rejects.collect()
+    assert reject["error_class"] == "MissingOrder"
 
 
 def test_records_the_smt_passes_through_are_skipped_and_rows_named_like_them_are_not(spark: SparkSession) -> None:
