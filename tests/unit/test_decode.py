@@ -278,7 +278,7 @@ def _flat(
     meta = {"__deleted": str(deleted).lower(), "__op": op, "__source_ts_ms": 1_700_000_000_000,
             "__source_file": "mariadb-bin.000001", "__source_pos": pos, "__source_row": 0, "__source_snapshot": snapshot}  # fmt: skip
     meta = {prefix + name[2:]: value for name, value in meta.items()}
-    fields = [f | {"field": prefix + f["field"][2:]} if f["field"].startswith("__") else f for f in FLAT_FIELDS]
+    fields = [f | {"field": prefix + str(f["field"])[2:]} if str(f["field"]).startswith("__") else f for f in FLAT_FIELDS]
     schema = {"type": "struct", "fields": fields, "optional": False, "name": "srv.db.t.Value"}
     return json.dumps({"schema": schema, "payload": row | meta}).encode()
 
