@@ -332,3 +332,33 @@ def patch_message(
 ) -> KafkaRecord:
     """A patch-style message, e.g. {"id": 123, "ts": 1435290195610, "data": {"age": 25}}."""
     return json.dumps(key).encode(), json.dumps({**key, "ts": ts, patch_field: data}).encode()
+
+
+def flattened(record: KafkaRecord, add_fields: list[str], prefix: str = "__") -> KafkaRecord:
+    """`record` as Debezium's ExtractNewRecordState SMT rewrites it, with
+    `delete.tombstone.handling.mode=rewrite` and `add.fields` (e.g. `["op", "source.pos"]`).
+
+    A delete becomes its `before` row marked `<prefix>deleted` = "true"; any other change its
+    `after` row, `<prefix>deleted` = "false". Each added field is named `prefix` + its path with
+    `_` for `.`, typed as in the envelope's schema. Only enveloped (`schemas.enable`) records.
+    """
+    key, value = record
+    if value is None:
+        return record
+    envelope = json.loads(value)
+    payload, schema = envelope["payload"], envelope["schema"]
+    deleted = payload["op"] == "d"
+    row = payload["before"] if deleted else payload["after"]
+    row_schema = next(f for f in schema["fields"] if f["field"] == ("before" if deleted else "after"))
+    fields = [*row_schema["fields"], {"type": "string", "optional": True, "field": f"{prefix}deleted"}]
+    values = {**row, f"{prefix}deleted": str(deleted).lower()}
+    for path in add_fields:
+        name = f"{prefix}{path.replace('.', '_')}"
+        value_of, schema_of = payload, schema
+        for part in path.split("."):
+            value_of = value_of.get(part) if isinstance(value_of, dict) else None
+            schema_of = next(f for f in schema_of["fields"] if f["field"] == part)
+        fields.append({"type": schema_of["type"], "optional": True, "field": name})
+        values[name] = value_of
+    flat_schema = {"type": "struct", "fields": fields, "optional": False, "name": row_schema["name"]}
+    return key, json.dumps({"schema": flat_schema, "payload": values}).encode()
