@@ -105,9 +105,9 @@ def _bad_value_text(name: str, dtype: DataType) -> str:
         hint = ": ISO-8601 text; declare epoch numbers as bigint"
     elif isinstance(dtype, DecimalType) and dtype.precision == MAX_PRECISION:
         # a source decimal wider than 38 digits lands here when the table was created narrower
-        hint = (
-            ": more than 38 digits, the most a decimal holds; if the source column is wider, the "
-            "table was created while it was narrower: re-create the table to store it as exact text"
+        return (
+            f"{name} ({dtype.simpleString()}): more than 38 digits, the most a decimal holds; if the source "
+            "column is wider, the table was created while it was narrower: re-create the table to store it as exact text"
         )
     return f"{name} ({dtype.simpleString()}{hint})"
 

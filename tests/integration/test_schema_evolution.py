@@ -111,7 +111,7 @@ def test_a_decimal_widened_beyond_38_digits_widens_the_stored_decimal(
     (ledger,) = batch.tables
     assert ledger.error is None and (ledger.dead_letter, ledger.applied) == (1, 2)
     (letter,) = job.dead_letters()
-    assert letter["error_class"] == "BadValue" and "amount (decimal(38,2): more than 38 digits" in letter["error_message"]
+    assert letter["error_class"] == "BadValue" and "amount (decimal(38,2)): more than 38 digits" in letter["error_message"]
     rows = job.rows_spark("ledger")
     assert [(r["id"], r["amount"]) for r in rows] == [(1, big), (3, Decimal("-7.25"))]
     assert trino.query(f"select typeof(amount) from {job.database}.ledger limit 1") == [("decimal(38,2)",)]

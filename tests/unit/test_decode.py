@@ -673,7 +673,7 @@ def test_a_decimal_widened_beyond_38_digits_is_held_in_the_tables_decimal(spark:
     assert {e["id"]: e["amount"] for e in held.events.collect()} == {1: fits}
     (reject,) = held.rejects.collect()
     assert (reject["offset"], reject["error_class"]) == (1, "BadValue")
-    assert "amount (decimal(38,2): more than 38 digits" in reject["error_message"]
+    assert "amount (decimal(38,2)): more than 38 digits" in reject["error_message"]
 
     other_scale = StructType([StructField("id", IntegerType()), StructField("amount", DecimalType(20, 3))])
     assert decode(raw, table, stored=other_scale).schema["amount"].dataType == StringType()  # a scale change
