@@ -2,8 +2,9 @@
 
 The SMT replaces the envelope by the row itself and, when configured, adds metadata fields:
 `__deleted` (`delete.tombstone.handling.mode=rewrite`), `__op`, `__ts_ms` and `__source_*`
-(`add.fields`), `__` being the SMT's `add.fields.prefix` (the table's `flattened_prefix`). This module turns those back into the envelope's op, before/after and source,
-so decode orders, judges and types flattened rows exactly like enveloped ones.
+(`add.fields`), `__` being the SMT's `add.fields.prefix` (the table's `flattened_prefix`). This
+module turns those back into the envelope's op, before/after and source, so decode orders,
+judges and types flattened rows exactly like enveloped ones.
 """
 
 from __future__ import annotations

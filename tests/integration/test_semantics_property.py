@@ -40,7 +40,11 @@ event_strategy = st.tuples(
 )
 
 
-def _plan(raw: list[tuple[Any, ...]]) -> list[tuple[Event, dict[str, Any], str]]:
+Planned = list[tuple[Event, dict[str, Any], str]]
+"""Events in event order: (reference event, Debezium image, op)."""
+
+
+def _plan(raw: list[tuple[Any, ...]]) -> Planned:
     """Events in event order: (reference event, Debezium image, op)."""
     planned = []
     for i, (key, op, p, name, patch_columns) in enumerate(raw):
@@ -52,6 +56,14 @@ def _plan(raw: list[tuple[Any, ...]]) -> list[tuple[Event, dict[str, Any], str]]
         image = full if op == "c" else {c: full[c] for c in patch_columns}
         planned.append((Event((key,), op, order, image), {"id": key, **image}, op))
     return planned
+
+
+def _arrival_batches(planned: Planned, rng: random.Random) -> list[Planned]:
+    """The events in a random arrival order, cut into 1-3 batches at random."""
+    arrival = planned[:]
+    rng.shuffle(arrival)
+    cuts = sorted(rng.sample(range(1, len(arrival)), k=min(len(arrival) - 1, rng.randint(0, 2))))
+    return [arrival[start:end] for start, end in zip([0, *cuts], [*cuts, len(arrival)], strict=True)]
 
 
 @settings(max_examples=40 if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 3)
@@ -75,16 +87,13 @@ def test_any_arrival_order_and_batching_matches_reference(
     ]  # fmt: skip
     job = Job(spark, kafka, Path(tmp_path_factory.mktemp("prop")), tables, metastore_uris=metastore.uri)
     planned = _plan(raw)
-    arrival = planned[:]
-    rng.shuffle(arrival)
-    cuts = sorted(rng.sample(range(1, len(arrival)), k=min(len(arrival) - 1, rng.randint(0, 2))))
-    for start, end in zip([0, *cuts], [*cuts, len(arrival)], strict=True):
+    for batch in _arrival_batches(planned, rng):
         for name in ("cow", "mor"):
             source = DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=COLUMNS, key=["id"])
             records = [
                 source.change(op, before=image if op == "d" else None, after=None if op == "d" else image,
                               pos=100 + int(event.order), partial=op == "u")
-                for event, image, op in arrival[start:end]
+                for event, image, op in batch
             ]  # fmt: skip
             job.produce(name, records)
         job.run()
@@ -114,10 +123,10 @@ def test_any_arrival_order_and_batching_matches_reference(
         assert sorted(got, key=lambda r: r["id"]) == expected, f"{name} after compaction"
 
 
-def _full_images(raw: list[tuple[Any, ...]]) -> list[tuple[Event, dict[str, Any], str]]:
+def _full_images(raw: list[tuple[Any, ...]]) -> Planned:
     """Events in event order with full row images (what a flattened topic carries): (reference
     event, Debezium image, op). A delete's `before` is the row as it was."""
-    planned: list[tuple[Event, dict[str, Any], str]] = []
+    planned: Planned = []
     rows: dict[int, dict[str, Any]] = {}
     for i, (key, op, p, name, _) in enumerate(raw):
         order = f"{i:06d}"
@@ -149,12 +158,9 @@ def test_flattened_rows_in_any_arrival_order_and_batching_match_reference(
     source = DebeziumTable(server=f"srv{job.suffix}", database="db", table="flat", columns=COLUMNS, key=["id"])
     add_fields = ["op", "source.ts_ms", "source.file", "source.pos", "source.row", "source.snapshot"]
     planned = _full_images(raw)
-    arrival = planned[:]
-    rng.shuffle(arrival)
-    cuts = sorted(rng.sample(range(1, len(arrival)), k=min(len(arrival) - 1, rng.randint(0, 2))))
-    for start, end in zip([0, *cuts], [*cuts, len(arrival)], strict=True):
+    for batch in _arrival_batches(planned, rng):
         records = []
-        for event, image, op in arrival[start:end]:
+        for event, image, op in batch:
             change = source.change(op, before=image if op == "d" else None, after=None if op == "d" else image,
                                    pos=100 + int(event.order))  # fmt: skip
             records.append(flattened(change, add_fields))
