@@ -15,7 +15,6 @@ warning says so.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,9 +22,9 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config import Config
-from hudi_cdc.hudi import fs
 from hudi_cdc.kafka_lag import Positions, Watermarks
 from hudi_cdc.metrics import BatchMetrics, TableMetrics
+from hudi_cdc.offset_log import planned_range
 
 log = logging.getLogger(__name__)
 
@@ -44,34 +43,6 @@ class Gap:
     @property
     def offsets(self) -> int:
         return self.last - self.first + 1
-
-
-def planned_range(spark: SparkSession, checkpoint_dir: str, batch_id: int) -> tuple[Positions, Positions] | None:
-    """Where batch `batch_id` was planned to start and end (Spark's offset log); None if the log lacks it.
-
-    A batch starts where the one before it ended; the first batch of a checkpoint where its
-    Kafka source's initial offsets say.
-    """
-    end = _offsets(fs.read_text(spark, f"{checkpoint_dir}/offsets/{batch_id}"), line=2)
-    if batch_id > 0:
-        start = _offsets(fs.read_text(spark, f"{checkpoint_dir}/offsets/{batch_id - 1}"), line=2)
-    else:
-        start = _offsets(fs.read_text(spark, f"{checkpoint_dir}/sources/0/0"), line=1)
-    return None if start is None or end is None else (start, end)
-
-
-def _offsets(text: str | None, *, line: int) -> Positions | None:
-    """The Kafka source's offsets in a checkpoint file: `v1`, (an offset log's batch metadata), then JSON.
-
-    The initial-offsets file starts with a zero byte, kept by Spark for old readers.
-    """
-    if text is None:
-        return None
-    lines = text.lstrip("\x00").splitlines()
-    if len(lines) <= line or not lines[line].startswith("{"):
-        return None
-    parsed = json.loads(lines[line])
-    return {topic: {str(p): int(o) for p, o in partitions.items()} for topic, partitions in parsed.items()}
 
 
 def _planned(start: Positions, end: Positions, first_read: Positions) -> Iterator[tuple[str, str, int, int, int]]:

@@ -24,8 +24,9 @@ Positions = Mapping[str, Mapping[str, int]]
 def lag(applied: Positions, end: Positions) -> int:
     """Records after the applied offset, summed over the partitions the table has applied from.
 
-    `applied` holds the last offset applied, `end` Kafka's high watermark (the next offset to be
-    written), so a caught-up partition has end = applied + 1.
+    `applied` holds the last offset applied or consumed (a transaction marker has no record),
+    `end` Kafka's high watermark (the next offset to be written), so a caught-up partition has
+    end = applied + 1.
     """
     return sum(
         max(0, end.get(topic, {}).get(partition, offset + 1) - offset - 1)

@@ -49,6 +49,7 @@ class JobMetrics:
         pending_compactions: PendingCompactions | None = None,
     ) -> None:
         self.job = config.job.name
+        self.config = config
         self.end_offsets = end_offsets
         self.pending_compactions = pending_compactions
         self.mor_tables = [t.name for t in config.tables if t.type == "MERGE_ON_READ"]
@@ -143,8 +144,14 @@ class JobMetrics:
             self.hive_sync_lagging.labels(self.job, table).set(0)
         self.unrouted.labels(self.job)
 
-    def observe(self, batch: BatchMetrics, *, now: float | None = None) -> None:
-        """Fold one batch's counts in."""
+    def observe(self, batch: BatchMetrics, *, now: float | None = None, consumed: Positions | None = None) -> None:
+        """Fold one batch's counts in.
+
+        `consumed`: the offset after the last one the batch consumed, per topic partition (Spark's
+        offset log, `offset_log.planned_end`). Without it, a table's Kafka position is the last
+        record it applied, and a topic written in transactions would show its last commit
+        marker as a lag of 1 per partition.
+        """
         now = time.time() if now is None else now
         for t in batch.tables:
             for outcome in OUTCOMES:
@@ -170,10 +177,11 @@ class JobMetrics:
         for table in self.tables:
             self.hive_sync_lagging.labels(self.job, table).set(1 if table in batch.hive_sync_lagging else 0)
         for t in batch.tables:
-            applied = self.applied.setdefault(t.table, {})
-            for topic, partitions in t.applied_through.items():
-                for partition, offset in partitions.items():
-                    applied.setdefault(topic, {})[partition] = max(offset, applied.get(topic, {}).get(partition, offset))
+            self._applied(t.table, t.applied_through)
+        for topic, partitions in (consumed or {}).items():
+            fed = self.config.table_of_topic(topic)
+            if fed in self.tables:
+                self._applied(fed, {topic: {partition: end - 1 for partition, end in partitions.items()}})
         if self.end_offsets is not None:
             every = {topic: dict(p) for offsets in self.applied.values() for topic, p in offsets.items()}
             end = self.end_offsets(every)
@@ -182,6 +190,13 @@ class JobMetrics:
         if self.pending_compactions is not None:
             for table in self.mor_tables:
                 self.compactions_pending.labels(self.job, table).set(self.pending_compactions(table))
+
+    def _applied(self, table: str, through: Positions) -> None:
+        """Remember `through` as the table's applied position where it is further on."""
+        applied = self.applied.setdefault(table, {})
+        for topic, partitions in through.items():
+            for partition, offset in partitions.items():
+                applied.setdefault(topic, {})[partition] = max(offset, applied.get(topic, {}).get(partition, offset))
 
     def render(self) -> str:
         """The Prometheus text exposition format."""

@@ -203,6 +203,7 @@ def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> B
         return None
     from hudi_cdc.hudi.timeline import pending_compactions
     from hudi_cdc.kafka_lag import Watermarks
+    from hudi_cdc.offset_log import planned_end
     from hudi_cdc.prometheus import JobMetrics
 
     metrics = JobMetrics(
@@ -217,7 +218,7 @@ def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> B
         metrics.write_textfile(textfile)
 
     def observe(batch: BatchMetrics) -> None:
-        metrics.observe(batch)
+        metrics.observe(batch, consumed=planned_end(spark, config.job.checkpoint_dir, batch.batch_id))
         if textfile is not None:
             metrics.write_textfile(textfile)
 

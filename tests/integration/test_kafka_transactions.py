@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
@@ -52,7 +53,8 @@ class _Transactions:
 def test_aborted_transactions_never_reach_the_table_and_open_ones_wait_for_their_commit(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
-    job = Job(spark, kafka, tmp_path, [{"name": "t", "key": ["id"]}])
+    textfile = tmp_path / "metrics.prom"
+    job = Job(spark, kafka, tmp_path, [{"name": "t", "key": ["id"]}], job_settings={"metrics_textfile": str(textfile)})
     source = _source(job)
     kafka.create_topics([job.topic("t")])
     connect = _Transactions(kafka, job.topic("t"))
@@ -69,11 +71,21 @@ def test_aborted_transactions_never_reach_the_table_and_open_ones_wait_for_their
     assert sum(t.read for t in tables) == 3 and sum(t.applied for t in tables) == 3
     assert sum(t.dead_letter for t in tables) == 0
     assert [(r["id"], r["name"]) for r in job.rows_spark("t")] == [(1, "a"), (2, "b2")]
+    # the open transaction's record is not readable yet: Kafka's last stable offset is before it
+    assert _kafka_lag(textfile) == 0
 
     connect.producer.commit_transaction(30)  # the open transaction commits: its record is read now
     (batch,) = job.run()
     assert [(t.read, t.applied) for t in batch.tables] == [(1, 1)]
     assert [(r["id"], r["name"]) for r in job.rows_spark("t")] == [(1, "a"), (2, "open")]
+    # the topic ends in the commit marker: consumed, so no lag (it is an offset, not a record)
+    assert _kafka_lag(textfile) == 0
+
+
+def _kafka_lag(textfile: Path) -> float:
+    (family,) = (f for f in text_string_to_metric_families(textfile.read_text()) if f.name == "hudi_cdc_kafka_lag_records")
+    (sample,) = family.samples
+    return sample.value
 
 
 def test_read_uncommitted_is_a_users_choice(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> None:

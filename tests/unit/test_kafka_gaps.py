@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hudi_cdc.kafka_gaps import Gap, _offsets, suspects, unread
+from hudi_cdc.kafka_gaps import Gap, suspects, unread
+from hudi_cdc.offset_log import source_offsets
 
 T = "srv.db.t"
 
@@ -51,11 +52,11 @@ def test_a_topic_created_anew_ends_below_the_planned_start_and_its_records_befor
 
 def test_the_kafka_offsets_of_spark_checkpoint_files() -> None:
     offset_log = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"srv.db.t":{"0":3,"1":7}}'
-    assert _offsets(offset_log, line=2) == {T: {"0": 3, "1": 7}}
+    assert source_offsets(offset_log, line=2) == {T: {"0": 3, "1": 7}}
     initial = '\x00v1\n{"srv.db.t":{"0":0}}'  # the Kafka source's initial offsets: a zero byte first
-    assert _offsets(initial, line=1) == {T: {"0": 0}}
-    assert _offsets(None, line=2) is None
-    assert _offsets("v1\n{}\n-", line=2) is None  # a source without offsets
+    assert source_offsets(initial, line=1) == {T: {"0": 0}}
+    assert source_offsets(None, line=2) is None
+    assert source_offsets("v1\n{}\n-", line=2) is None  # a source without offsets
 
 
 def test_kafka_is_asked_only_about_partitions_not_read_from_their_planned_start() -> None:

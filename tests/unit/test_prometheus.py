@@ -168,3 +168,26 @@ def test_dead_letters_by_class_and_commit_latency() -> None:
     assert samples[("hudi_cdc_dead_letters_total", "BadValue")] == 1
     assert samples[("hudi_cdc_commit_seconds_sum", "")] == 4.5
     assert samples[("hudi_cdc_commit_seconds_count", "")] == 1
+
+
+def test_kafka_lag_counts_from_the_offsets_the_batch_consumed_not_its_last_record() -> None:
+    """A transactional topic ends in a commit marker: an offset with no record. The batch's planned
+    end (Spark's offset log) covers it, the last applied record does not."""
+    config = parse_config(
+        {
+            "kafka": {"bootstrap_servers": "b:9092"},
+            "job": {"name": "shop", "checkpoint_dir": "/c", "dead_letter_path": "/d"},
+            "routes": [{"topic": "t", "table": "customers"}],
+            "tables": [{"name": "customers", "key": ["id"], "base_path": "/a"}],
+        }
+    )  # fmt: skip
+    metrics = JobMetrics(config, end_offsets=lambda _partitions: {"t": {"0": 5, "1": 9}})
+    # records at offsets 0..3 of partition 0, the marker at 4; partition 1 got nothing but markers
+    customers = TableMetrics(table="customers", read=4, applied=4, applied_through={"t": {"0": 3}})
+    metrics.observe(BatchMetrics(batch_id=0, tables=[customers]))
+    assert _samples(metrics.render())[_key("hudi_cdc_kafka_lag_records", table="customers")] == 1  # the marker
+    consumed = {"t": {"0": 5, "1": 7}, "unrouted": {"0": 3}}
+    metrics.observe(BatchMetrics(batch_id=1, tables=[TableMetrics(table="customers")]), consumed=consumed)
+    # partition 0 caught up; partition 1's offsets 7 and 8 are still to be read
+    assert _samples(metrics.render())[_key("hudi_cdc_kafka_lag_records", table="customers")] == 2
+    assert list(metrics.applied) == ["customers"] and list(metrics.applied["customers"]) == ["t"]
