@@ -58,8 +58,11 @@ class LocalConnect(ConnectRest, LocalService):
         heap: str = "512m",
         jvm_options: tuple[str, ...] = FAST_START_JVM_OPTIONS,
         startup_timeout: float = 180.0,
+        worker_settings: dict[str, str] | None = None,
     ) -> None:
         super().__init__("http://127.0.0.1:0")
+        self.worker_settings = dict(worker_settings or {})
+        """Worker properties on top of this class's own (e.g. `exactly.once.source.support`)."""
         self.bootstrap_servers = bootstrap_servers
         self.directory = directory or run_dir(SERVICE)
         self.home = home or build_dir() / "connect"
@@ -133,6 +136,7 @@ class LocalConnect(ConnectRest, LocalService):
             "plugin.path": str(plugins),
             # Debezium ships ServiceLoader manifests; skipping the reflective scan saves start-up time.
             "plugin.discovery": "service_load",
+            **self.worker_settings,
         }
         path = self.directory / "connect-distributed.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
