@@ -83,7 +83,7 @@ class FoldResult:
     """Folded rows (one per touched key) and how to judge each event against them."""
 
     rows: DataFrame
-    """Key + table columns + _cdc_* state + __exists + __had_row + __changed + __final_* + __stored_*."""
+    """Key + table columns + _cdc_* state + __exists + __had_row + __changed + __final_* + __stored_* + carried."""
     events: DataFrame
     columns: list[str]
     key: list[str]
@@ -142,9 +142,11 @@ def _orders_map(columns: list[str], order_of: dict[str, Column]) -> Column:
     return F.map_from_arrays(F.array(*[F.lit(c) for c in columns]), F.array(*[order_of[c] for c in columns]))
 
 
-def _newest_writes(columns: list[str], key: list[str]) -> list[Column]:
+def _newest_writes(columns: list[str], key: list[str], carried: tuple[str, ...]) -> list[Column]:
     """Per key: the newest delete, each column's newest write (order, value), the last event, stored state."""
     aggs: list[Column] = [
+        # columns only stored rows have (events' are NULL), and a key has at most one stored row
+        *[F.max(c).alias(c) for c in carried],
         F.max(_DEL).alias(_DEL),
         # the newest write of each column: struct ordering compares the order first
         *[
@@ -174,6 +176,7 @@ def _final_rows(
     truncation: Truncation | None,
     soft_deletes: bool,
     sticky: frozenset[str],
+    carried: tuple[str, ...],
 ) -> tuple[list[list[Column]], list[Column]]:
     """Each key's final row and state from its newest writes: live columns, `_cdc_*`, changed or not.
 
@@ -233,6 +236,7 @@ def _final_rows(
         F.col(_STORED_ORDERS),
         F.col(_STORED_DEL),
         F.col(_STORED_R),
+        *[F.col(c) for c in carried],
     ]
     return [level, second_level], final
 
@@ -253,13 +257,18 @@ _FOLDS: PlanCache[_FoldPlan] = PlanCache()
 
 
 def _fold_plan(
-    columns: list[str], key: list[str], soft_deletes: bool, newest: Truncation | None, sticky: frozenset[str]
+    columns: list[str],
+    key: list[str],
+    soft_deletes: bool,
+    newest: Truncation | None,
+    sticky: frozenset[str],
+    carried: tuple[str, ...],
 ) -> _FoldPlan:
-    levels, final = _final_rows(columns, key, newest, soft_deletes, sticky)
+    levels, final = _final_rows(columns, key, newest, soft_deletes, sticky, carried)
     return _FoldPlan(
         event_writes=tuple(_events_as_writes(columns)),
-        stored_writes=tuple(_stored_as_writes(columns, soft_deletes)),
-        newest_writes=tuple(_newest_writes(columns, key)),
+        stored_writes=(*_stored_as_writes(columns, soft_deletes), *[F.col(c) for c in carried]),
+        newest_writes=tuple(_newest_writes(columns, key, carried)),
         final_levels=tuple(tuple(level) for level in levels),
         final_rows=tuple(final),
     )
@@ -275,6 +284,7 @@ def fold(
     truncation: Truncation | None,
     remembered: Truncation | None = None,
     sticky: frozenset[str] = frozenset(),
+    carried: tuple[str, ...] = (),
 ) -> FoldResult:
     """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
 
@@ -288,13 +298,18 @@ def fold(
         remembered: the table's newest truncate of earlier batches: events older than it are late
             for every key, including keys the table has never seen (spec §3).
         sticky: columns a delete does not clear (the partition columns).
+        carried: columns of `stored` each key's folded row keeps as they are (NULL for a key with
+            no stored row), such as the stored row's location in the table (`hudi.prepped`).
     """
     columns = [f.name for f in schema.fields]
     # the newest truncate known, this batch's or a remembered one: a delete of every key at its order
     newest = max((t for t in (truncation, remembered) if t is not None), key=lambda t: t.order, default=None)
-    shape = (tuple(columns), tuple(key), soft_deletes, newest, tuple(sorted(sticky)))
-    plan = _FOLDS.get(shape, lambda: _fold_plan(columns, key, soft_deletes, newest, sticky))
-    writes = events.select(*plan.event_writes).unionByName(stored.select(*plan.stored_writes))
+    shape = (tuple(columns), tuple(key), soft_deletes, newest, tuple(sorted(sticky)), carried)
+    plan = _FOLDS.get(shape, lambda: _fold_plan(columns, key, soft_deletes, newest, sticky, carried))
+    # events have no carried columns: NULL there
+    writes = events.select(*plan.event_writes).unionByName(
+        stored.select(*plan.stored_writes), allowMissingColumns=bool(carried)
+    )
     grouped = writes.groupBy(*key).agg(*plan.newest_writes)
     rows = with_levels(grouped, plan.final_levels).select(*plan.final_rows)
     return FoldResult(

@@ -15,13 +15,16 @@ from pyspark.sql.types import StructType
 from hudi_cdc.collapse import CHANGED, EXISTS, HAD_ROW
 from hudi_cdc.config import TableConfig
 from hudi_cdc.events import DELETED, HOODIE_IS_DELETED, INGESTED_AT
+from hudi_cdc.hudi import prepped
 from hudi_cdc.stored_state import stored_columns
 
 UPSERT = "write:upsert"
 DELETE = "write:delete"
 """Labels of `write_kind`: a folded row written as an upsert, or as a Hudi delete."""
 NEW_KEY = "write:new-key"
-"""Label of `new_key`: a written row whose key has no stored row."""
+"""Label of `key_state`: a written row whose key has no stored row."""
+UNLOCATED = "write:unlocated"
+"""Label of `key_state`: a written row of a stored key whose location the stored read lacks."""
 
 
 def _written(table: TableConfig) -> Column:
@@ -42,18 +45,28 @@ def write_kind(table: TableConfig) -> Column:
     return F.when(_written(table), F.when(deleted, F.lit(DELETE)).otherwise(F.lit(UPSERT)))
 
 
-def new_key(table: TableConfig) -> Column:
-    """NEW_KEY for a folded row `rows_to_write` writes whose key the table does not hold, NULL otherwise.
+def key_state(table: TableConfig) -> Column:
+    """For a folded row `rows_to_write` writes: NEW_KEY when the table does not hold its key,
+    UNLOCATED when it does but the stored read gave no location; NULL otherwise.
 
-    When every written row is of a new key, Hudi need not look the keys up (see `writer.operation`).
+    When every written row is of a new key, Hudi need not look the keys up (see `writer.operation`);
+    when none is unlocated, the rows can tell Hudi where they live (`hudi.prepped`).
     """
-    return F.when(_written(table) & ~F.col(HAD_ROW), F.lit(NEW_KEY))
+    written = _written(table)
+    return F.when(written & ~F.col(HAD_ROW), F.lit(NEW_KEY)).when(prepped.unlocated(written), F.lit(UNLOCATED))
 
 
-def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:
-    """The upserts (and, on hard-delete tables, `_hoodie_is_deleted` rows) for one batch."""
+def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig, *, located: bool = False) -> DataFrame:
+    """The upserts (and, on hard-delete tables, `_hoodie_is_deleted` rows) for one batch.
+
+    `located`: Hudi's meta columns in front, from each key's stored location (`hudi.prepped`).
+    """
     out = folded.filter(_written(table)).withColumn(INGESTED_AT, F.current_timestamp())
+    location = [prepped.LOCATION] if located else []
     if table.deletes == "soft":
-        out = out.withColumn(DELETED, ~F.col(EXISTS))
-        return out.select(*stored_columns(schema, table))
-    return out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(*stored_columns(schema, table), HOODIE_IS_DELETED)
+        out = out.withColumn(DELETED, ~F.col(EXISTS)).select(*stored_columns(schema, table), *location)
+    else:
+        out = out.withColumn(HOODIE_IS_DELETED, ~F.col(EXISTS)).select(
+            *stored_columns(schema, table), HOODIE_IS_DELETED, *location
+        )
+    return prepped.with_meta_columns(out) if located else out

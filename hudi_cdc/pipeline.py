@@ -31,7 +31,7 @@ from hudi_cdc.decode import DecodeResult, decode
 from hudi_cdc.errors import CdcError, RelayoutError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
-from hudi_cdc.hudi import relayout, timeline, writer
+from hudi_cdc.hudi import prepped, relayout, timeline, writer
 from hudi_cdc.hudi.options import (
     heartbeat_expiry_seconds,
     index_layout,
@@ -42,7 +42,7 @@ from hudi_cdc.hudi.options import (
 from hudi_cdc.hudi.table import read_keys, read_table
 from hudi_cdc.hudi.writer import RowCounts
 from hudi_cdc.lineage import checkpointed, release
-from hudi_cdc.merge import DELETE, NEW_KEY, UPSERT, new_key, rows_to_write, write_kind
+from hudi_cdc.merge import DELETE, NEW_KEY, UNLOCATED, UPSERT, key_state, rows_to_write, write_kind
 from hudi_cdc.metrics import COUNTED, BatchMetrics, TableMetrics
 from hudi_cdc.offsets import (
     BATCH_KEY,
@@ -276,7 +276,7 @@ def _halves(part: DataFrame) -> list[DataFrame]:
 def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """decode -> schema check -> fold -> write, for one table's records of the batch."""
     spark = records.sparkSession
-    stored = read_table(spark, table.base_path)
+    stored = read_table(spark, table.base_path, locations=prepped.applies(table))
     if stored is None and (problem := relayout.unfinished(spark, table)):
         raise RelayoutError(problem)
     committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
@@ -321,14 +321,14 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         marks, metrics.behind_watermark = _batch_marks(counted, kafka), counted.behind_watermark
         progress = previous.after(counts_of(metrics), marks)
         began = time.monotonic()
+        operation = writer.operation(written, table_exists=stored is not None)
+        located = prepped.use(table, operation, written.unlocated)
         commit = writer.write(
-            rows_to_write(folded, schema, table),
+            rows_to_write(folded, schema, table, located=located),
             table=table.name,
             base_path=table.base_path,
             options=write_options(
-                table,
-                operation=writer.operation(written, table_exists=stored is not None),
-                parallelism=spark.sparkContext.defaultParallelism,
+                table, operation=operation, parallelism=spark.sparkContext.defaultParallelism, prepped=located
             ),
             trailing_columns=trailing_columns(table),
             commit_metadata=commit_metadata(
@@ -370,7 +370,8 @@ def _stored_for_keys(
             "table %s: more than %d distinct keys; the stored-row read scans the table", table.name, INDEX_LOOKUP_MAX_KEYS
         )
         return stored
-    return read_keys(changes.sparkSession, table.base_path, column, keys, key_lookup_options(table))
+    options = key_lookup_options(table)
+    return read_keys(changes.sparkSession, table.base_path, column, keys, options, locations=prepped.applies(table))
 
 
 def _fold(
@@ -386,6 +387,7 @@ def _fold(
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
+        carried=(prepped.LOCATION,),
         events=conform_events(changes, schema),
         stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
         schema=schema,
@@ -400,8 +402,8 @@ def _fold(
 
 def _outcome_labels(result: FoldResult, folded: DataFrame, table: TableConfig) -> DataFrame:
     """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts them)."""
-    # each folded row labels its write and whether its key is new: one scan of the fold for both
-    writes = folded.select(F.explode(F.array(write_kind(table), new_key(table))).alias("label"))
+    # each folded row labels its write and its key's state: one scan of the fold for both
+    writes = folded.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
     return result.outcomes_for(folded).select(F.col("outcome").alias("label")).unionByName(
         writes.filter(F.col("label").isNotNull())
     )
@@ -414,9 +416,14 @@ def _count_labels(labels: DataFrame) -> dict[str, int]:
 def _count_outcomes(by_label: dict[str, int], metrics: TableMetrics) -> RowCounts:
     """Count every event's outcome into `metrics`, and return what the write will write."""
     for label, count in by_label.items():
-        if label not in (UPSERT, DELETE, NEW_KEY):
+        if label not in (UPSERT, DELETE, NEW_KEY, UNLOCATED):
             metrics.add(Outcome(label), count)
-    return RowCounts(upserted=by_label.get(UPSERT, 0), deleted=by_label.get(DELETE, 0), new_keys=by_label.get(NEW_KEY, 0))
+    return RowCounts(
+        upserted=by_label.get(UPSERT, 0),
+        deleted=by_label.get(DELETE, 0),
+        new_keys=by_label.get(NEW_KEY, 0),
+        unlocated=by_label.get(UNLOCATED, 0),
+    )
 
 
 def _schema_change(

@@ -16,7 +16,6 @@ from hudi_cdc.events import (
     CDC_PREFIX,
     COLUMN_ORDERS,
     DELETED,
-    HOODIE_IS_DELETED,
     INGESTED_AT,
     OP,
     ORDER,
@@ -24,7 +23,10 @@ from hudi_cdc.events import (
     TS_MS,
 )
 from hudi_cdc.hudi.options import key_generator
+from hudi_cdc.hudi.prepped import LOCATION, LOCATION_TYPE, location
 
+HOODIE_PREFIX = "_hoodie_"
+"""Hudi's meta columns and `_hoodie_is_deleted`: never data columns."""
 CDC_COLUMNS = [OP, ORDER, TS_MS, SOURCE, INGESTED_AT, COLUMN_ORDERS]
 """The `_cdc_*` columns every table stores after its data columns (soft-delete tables add DELETED)."""
 
@@ -61,7 +63,7 @@ def data_schema(stored: DataFrame | None) -> StructType | None:
     if stored is None:
         return None
     return StructType(
-        [f for f in stored.schema.fields if not f.name.startswith(CDC_PREFIX) and f.name != HOODIE_IS_DELETED]
+        [f for f in stored.schema.fields if not f.name.startswith((CDC_PREFIX, HOODIE_PREFIX))]
     )
 
 
@@ -108,13 +110,17 @@ def touched_rows(
 ) -> DataFrame:
     """The stored rows the fold must see: those of the keys `events` touch, or all (`every_row`, a truncate).
 
-    Columns are conformed to `schema` plus the `_cdc_*` state; an absent table gives no rows.
+    Columns are conformed to `schema` plus the `_cdc_*` state, and each row's location in the
+    table (`prepped.LOCATION`, its fields NULL where the read dropped Hudi's meta columns); an
+    absent table gives no rows.
     """
     wanted = stored_columns(schema, table)
     if stored is None:
-        return events.limit(0).select(*[F.lit(None).cast(_column_type(c, schema)).alias(c) for c in wanted])
+        nothing = [F.lit(None).cast(_column_type(c, schema)).alias(c) for c in wanted]
+        return events.limit(0).select(*nothing, F.lit(None).cast(LOCATION_TYPE).alias(LOCATION))
     conformed = stored.select(
-        *[(F.col(c) if c in stored.columns else F.lit(None)).cast(_column_type(c, schema)).alias(c) for c in wanted]
+        *[(F.col(c) if c in stored.columns else F.lit(None)).cast(_column_type(c, schema)).alias(c) for c in wanted],
+        location(stored).alias(LOCATION),
     )
     if every_row:
         return conformed

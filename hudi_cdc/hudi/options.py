@@ -14,6 +14,8 @@ TABLE_NAME = "hoodie.table.name"
 TABLE_TYPE = "hoodie.datasource.write.table.type"
 OPERATION = "hoodie.datasource.write.operation"
 OPERATION_UPSERT = "upsert"
+MERGE_INTO_PREPPED = "_hoodie.spark.sql.merge.into.prepped"
+"""Hudi's switch for rows that carry their meta columns: each is tagged with its own (see `hudi.prepped`)."""
 OPERATION_INSERT = "insert"
 OPERATION_BULK_INSERT = "bulk_insert"
 BULK_INSERT_SORT_MODE = "hoodie.bulkinsert.sort.mode"
@@ -161,11 +163,14 @@ def key_lookup_options(table: TableConfig) -> dict[str, str]:
     return options
 
 
-def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, parallelism: int = 2) -> dict[str, str]:
+def write_options(
+    table: TableConfig, *, operation: str = OPERATION_UPSERT, parallelism: int = 2, prepped: bool = False
+) -> dict[str, str]:
     """Hudi datasource options for writing folded rows into `table` (`operation`: see `writer.operation`).
 
     `parallelism`: tasks of Hudi's shuffles and of the file writes; the job passes Spark's default
-    parallelism (the executors' cores), so a cluster writes with all of them.
+    parallelism (the executors' cores), so a cluster writes with all of them. `prepped`: the rows
+    carry their stored locations (`hudi.prepped`), so Hudi looks no key up.
     """
     options = {
         TABLE_NAME: table.name,
@@ -192,6 +197,11 @@ def write_options(table: TableConfig, *, operation: str = OPERATION_UPSERT, para
         WRITE_TABLE_VERSION: str(table.table_version),
     }
     options.update({key: str(parallelism) for key in PARALLELISM_KEYS})
+    if prepped:
+        options[MERGE_INTO_PREPPED] = "true"
+        # Hudi would take the rows' meta columns for new columns and refuse them; the rows carry
+        # every column of the table anyway (the fold conforms them to it)
+        options[NULL_FOR_MISSING_COLUMNS] = "false"
     if table.type == "MERGE_ON_READ":
         options.update(compaction_options(table.compaction))
     options.update({RENAMED_KEYS.get(key, key): _option_value(value) for key, value in table.hoodie_options.items()})

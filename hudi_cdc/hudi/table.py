@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.options import DATA_SKIPPING
+from hudi_cdc.hudi.prepped import META_COLUMNS
 from hudi_cdc.spark_session import hadoop_conf, jvm
 
 
@@ -76,8 +77,10 @@ def meta_client(spark: SparkSession, base_path: str) -> Any:
     return gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base_path).build()
 
 
-def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
+def read_table(spark: SparkSession, base_path: str, *, locations: bool = False) -> DataFrame | None:
     """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table.
+
+    `locations`: keep the meta columns that name each row's file group (`hudi.prepped`).
 
     Data skipping is off: the job joins this read with a batch's keys, where the column-stats
     index prunes nothing, and Hudi's lookup persists and unpersists a Dataset while Spark runs
@@ -87,22 +90,29 @@ def read_table(spark: SparkSession, base_path: str) -> DataFrame | None:
     """
     if not table_exists(spark, base_path):
         return None
-    return _without_meta_columns(spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path))
+    df = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path)
+    return _without_meta_columns(df, keep=META_COLUMNS if locations else ())
 
 
 def read_keys(
-    spark: SparkSession, base_path: str, column: str, keys: Sequence[object], options: Mapping[str, str]
+    spark: SparkSession,
+    base_path: str,
+    column: str,
+    keys: Sequence[object],
+    options: Mapping[str, str],
+    *,
+    locations: bool = False,
 ) -> DataFrame:
     """The stored rows whose record key `column` is one of `keys`, read from the files that hold them only.
 
     Hudi's data skipping names the file groups the keys live in: from the record-level index
     (metadata table), or from the keys' hashes for a bucket index. `options`: the table's
     `hudi.options.key_lookup_options`; with a table that keeps neither index, nothing is pruned
-    and the read scans.
+    and the read scans. `locations` as for `read_table`.
     """
     df = spark.read.format("hudi").options(**options).load(base_path)
-    return _without_meta_columns(df.filter(F.col(column).isin(*keys)))
+    return _without_meta_columns(df.filter(F.col(column).isin(*keys)), keep=META_COLUMNS if locations else ())
 
 
-def _without_meta_columns(df: DataFrame) -> DataFrame:
-    return df.drop(*[c for c in df.columns if c.startswith("_hoodie_")])
+def _without_meta_columns(df: DataFrame, *, keep: Sequence[str] = ()) -> DataFrame:
+    return df.drop(*[c for c in df.columns if c.startswith("_hoodie_") and c not in keep])

@@ -25,6 +25,8 @@ class RowCounts:
     deleted: int
     new_keys: int | None = None
     """Of those, rows whose key the table does not hold yet (None: not known)."""
+    unlocated: int | None = None
+    """Of those, rows of a stored key whose location the stored read lacks (None: not known)."""
 
 
 def operation(counts: RowCounts, *, table_exists: bool) -> str:
