@@ -323,6 +323,12 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         began = time.monotonic()
         operation = writer.operation(written, table_exists=stored is not None)
         located = prepped.use(table, operation, written.unlocated)
+        if written.unlocated:
+            log.warning(
+                "table %s: %d stored key(s) of this batch were read without Hudi's location; it upserts with an index lookup",
+                table.name,
+                written.unlocated,
+            )
         commit = writer.write(
             rows_to_write(folded, schema, table, located=located),
             table=table.name,
