@@ -47,13 +47,15 @@ def write_kind(table: TableConfig) -> Column:
 
 def key_state(table: TableConfig) -> Column:
     """For a folded row `rows_to_write` writes: NEW_KEY when the table does not hold its key,
-    UNLOCATED when it does but the stored read gave no location; NULL otherwise.
+    UNLOCATED when it does, the table writes prepped and the stored read gave no location; NULL otherwise.
 
     When every written row is of a new key, Hudi need not look the keys up (see `writer.operation`);
-    when none is unlocated, the rows can tell Hudi where they live (`hudi.prepped`).
+    when none is unlocated, the rows can tell Hudi where they live (`hudi.prepped`). A table that
+    never writes prepped reads no locations, so none of its keys is unlocated.
     """
     written = _written(table)
-    return F.when(written & ~F.col(HAD_ROW), F.lit(NEW_KEY)).when(prepped.unlocated(written), F.lit(UNLOCATED))
+    unlocated = prepped.unlocated(written) if prepped.applies(table) else F.lit(False)
+    return F.when(written & ~F.col(HAD_ROW), F.lit(NEW_KEY)).when(unlocated, F.lit(UNLOCATED))
 
 
 def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig, *, located: bool = False) -> DataFrame:

@@ -80,3 +80,17 @@ def test_located_rows_carry_hudis_meta_columns_first_and_unlocated_stored_keys_a
     files = {r["id"]: r["_hoodie_file_name"] for r in rows.collect()}
     assert files == {1: "_hoodie_file_name-of-{id}", 2: None, 3: None}
     assert rows_to_write(folded, schema, table).columns[0] == "id"
+
+
+def test_a_table_that_never_writes_prepped_has_no_unlocated_keys(spark: SparkSession) -> None:
+    # its stored read keeps no meta columns, so every stored key lacks a location: not a fallback
+    table = _table(partition_by=["region"])
+    nowhere = F.struct(*[F.lit(None).cast("string").alias(c) for c in prepped.META_COLUMNS])
+    folded = (
+        spark.createDataFrame([(1,)], "id int")
+        .withColumn(EXISTS, F.lit(True))
+        .withColumn(CHANGED, F.lit(True))
+        .withColumn(HAD_ROW, F.lit(True))
+        .withColumn(prepped.LOCATION, nowhere)
+    )
+    assert [r["label"] for r in folded.select(key_state(table).alias("label")).collect()] == [None]
