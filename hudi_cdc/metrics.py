@@ -50,6 +50,9 @@ class TableMetrics:
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
+    write: str | None = None
+    """How the commit was written: Hudi's operation (`bulk_insert`, `insert`, `upsert`), and
+    `upsert_prepped` for an upsert that handed Hudi the stored rows' locations (`hudi.prepped`)."""
     committed_at: float | None = None
     """Epoch seconds when the Hudi commit completed: from then on an engine that reads the
     table's timeline at query time (Trino, Presto) sees these rows. Rows in a partition new to
@@ -75,6 +78,7 @@ class TableMetrics:
         for name in (*COUNTED, "upserted_rows", "deleted_rows", "lost"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
+        self.write = other.write or self.write
         self.watermark_ts_ms = other.watermark_ts_ms or self.watermark_ts_ms
         self.committed_at = max((t for t in (self.committed_at, other.committed_at) if t is not None), default=None)
         for error_class, count in other.dead_letters_by_class.items():
@@ -114,9 +118,9 @@ class BatchMetrics:
         """One INFO line per table, WARNING when the counts do not add up or a table stopped."""
         for t in self.tables:
             counts = " ".join(f"{name}={getattr(t, name)}" for name in OUTCOMES)
-            line = "batch %d table %s: read=%d %s upserted_rows=%d deleted_rows=%d commit=%s watermark=%s%s"
+            line = "batch %d table %s: read=%d %s upserted_rows=%d deleted_rows=%d commit=%s write=%s watermark=%s%s"
             args = (
-                self.batch_id, t.table, t.read, counts, t.upserted_rows, t.deleted_rows, t.commit_time,
+                self.batch_id, t.table, t.read, counts, t.upserted_rows, t.deleted_rows, t.commit_time, t.write,
                 t.watermark_ts_ms, " (committed before a restart; not applied again)" if t.replayed else "",
             )  # fmt: skip
             if t.error or not t.balanced():

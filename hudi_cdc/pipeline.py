@@ -351,6 +351,7 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
         metrics.upserted_rows, metrics.deleted_rows = commit.upserted, commit.deleted
         metrics.commit_time = commit.commit_time
         if commit.commit_time:
+            metrics.write = f"{operation}_prepped" if located else operation
             metrics.watermark_ts_ms = progress.watermark_ts_ms
             metrics.commit_seconds = time.monotonic() - began
             metrics.committed_at = time.time()

@@ -80,6 +80,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--index", choices=("simple", "record_level", "bucket"), default="simple",
                         help="the tables' `index` (the plain job writes with the same Hudi index)")  # fmt: skip
     parser.add_argument("--buckets", type=int, default=8, help="the tables' `buckets` with --index bucket")
+    parser.add_argument("--prepped", choices=("on", "off"), default="on",
+                        help="the tables' `prepped_writes` (hudi_cdc only: the plain job never writes prepped)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="where results go (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(root, ignore_errors=True)
     settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
                         spark_conf=_settings(args.spark_conf, "--spark-conf"), index=args.index,
-                        buckets=args.buckets, hoodie_options=_settings(args.hoodie_option, "--hoodie-option"))  # fmt: skip
+                        buckets=args.buckets, prepped_writes=args.prepped == "on", hoodie_options=_settings(args.hoodie_option, "--hoodie-option"))  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

@@ -63,6 +63,8 @@ class JobSpec:
     """The table's `index`; the plain job writes with the same Hudi index options (`plain_options`)."""
     buckets: int = 8
     """The table's `buckets`, for `index: bucket`."""
+    prepped_writes: bool = True
+    """The table's `prepped_writes` (hudi_cdc's only; the plain job upserts the usual way)."""
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
 
@@ -79,6 +81,7 @@ class JobSpec:
         return TableConfig(
             name=name, key=[KEY], base_path=path, type=self.type,
             partition_by=[PARTITION_COLUMN] if self.partitioned else [], index=self.index,
+            prepped_writes=self.prepped_writes,
             hoodie_options=self.hoodie_options, **({"buckets": self.buckets} if self.index == "bucket" else {}),
         )  # fmt: skip
 

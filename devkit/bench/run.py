@@ -58,6 +58,8 @@ class Settings:
     """The tables' `index` (hudi_cdc's setting; the plain job gets the same Hudi index options)."""
     buckets: int = 8
     """The tables' `buckets` with `index: bucket`."""
+    prepped_writes: bool = True
+    """The tables' `prepped_writes` (hudi_cdc's setting only)."""
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The tables' `hoodie_options` (file sizing...); the plain job writes with them too."""
 
@@ -190,7 +192,7 @@ class Run:
             job=job, bootstrap=self.kafka.bootstrap_servers, topics=topics, batch=batch,
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
             table_concurrency=table_concurrency, index=self.settings.index, hoodie_options=self.settings.hoodie_options,
-            buckets=self.settings.buckets,
+            buckets=self.settings.buckets, prepped_writes=self.settings.prepped_writes,
         )  # fmt: skip
 
     def _request(self, spec: JobSpec) -> dict[str, Any]:

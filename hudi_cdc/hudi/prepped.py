@@ -12,6 +12,7 @@ Only where a read location stays right: tables without partition columns (a glob
 moves a row whose partition changed, which a location cannot express) that use the simple or
 the record-level index (a bucket index places new keys by their hash). A written row of a stored
 key with no location would be inserted a second time: such a batch upserts the usual way.
+`prepped_writes: false` turns it off for a table.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ LOCATION_TYPE = "struct<" + ",".join(f"{c}:string" for c in META_COLUMNS) + ">"
 
 def applies(table: TableConfig) -> bool:
     """Whether `table`'s stored rows keep the location a prepped write needs (module docstring)."""
-    return not table.partition_by and table.index in ("simple", "record_level")
+    return table.prepped_writes and not table.partition_by and table.index in ("simple", "record_level")
 
 
 def location(stored: DataFrame) -> Column:

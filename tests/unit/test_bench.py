@@ -329,3 +329,16 @@ def test_hoodie_options_reach_both_hudi_jobs_write_options() -> None:
         assert written["hoodie.parquet.small.file.limit"] == "4194304"
     with pytest.raises(SystemExit, match="--hoodie-option takes KEY=VALUE"):
         _settings(["hoodie.parquet.max.file.size"], "--hoodie-option")
+
+
+@pytest.mark.parametrize(("flag", "prepped"), [([], True), (["--prepped", "off"], False)])
+def test_the_prepped_flag_reaches_the_tables_of_hudi_cdc(flag: list[str], prepped: bool) -> None:
+    from devkit.bench.__main__ import parse_args
+    from devkit.bench.jobs import JobSpec
+    from hudi_cdc.hudi import prepped as prepped_module
+
+    chosen = parse_args(flag).prepped == "on"
+    spec = JobSpec(job="hudi_cdc", bootstrap="localhost:9092", topics=["t"], batch=10, table_path="/tmp/t",
+                   type="COPY_ON_WRITE", partitioned=False, work_dir="/tmp/w", prepped_writes=chosen)  # fmt: skip
+    ((_, table),) = spec.tables()
+    assert prepped_module.applies(table) is prepped

@@ -29,8 +29,11 @@ def _table(**fields: object) -> TableConfig:
         ({"partition_by": ["region"]}, False),
         # a bucket index places a new key by its hash, which a pass-through index would not
         ({"index": "bucket", "buckets": 4}, False),
+        # the user's switch, e.g. for a small table where reading the locations costs more
+        ({"prepped_writes": False}, False),
+        ({"index": "record_level", "prepped_writes": False}, False),
     ],
-    ids=["simple", "record-level", "mor", "partitioned", "bucket"],
+    ids=["simple", "record-level", "mor", "partitioned", "bucket", "off", "off-record-level"],
 )
 def test_only_tables_whose_read_locations_stay_right_write_prepped(fields: dict[str, object], applies: bool) -> None:
     table = _table(**fields)
