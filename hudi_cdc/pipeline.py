@@ -394,7 +394,8 @@ def _fold(
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
-        carried=(prepped.LOCATION,),
+        # only a table that writes prepped needs its rows' locations through the fold
+        carried=(prepped.LOCATION,) if prepped.applies(table) else (),
         events=conform_events(changes, schema),
         stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
         schema=schema,

@@ -22,8 +22,8 @@ from hudi_cdc.events import (
     SOURCE,
     TS_MS,
 )
+from hudi_cdc.hudi import prepped
 from hudi_cdc.hudi.options import key_generator
-from hudi_cdc.hudi.prepped import LOCATION, LOCATION_TYPE, location
 
 HOODIE_PREFIX = "_hoodie_"
 """Hudi's meta columns and `_hoodie_is_deleted`: never data columns."""
@@ -110,17 +110,19 @@ def touched_rows(
 ) -> DataFrame:
     """The stored rows the fold must see: those of the keys `events` touch, or all (`every_row`, a truncate).
 
-    Columns are conformed to `schema` plus the `_cdc_*` state, and each row's location in the
-    table (`prepped.LOCATION`, its fields NULL where the read dropped Hudi's meta columns); an
-    absent table gives no rows.
+    Columns are conformed to `schema` plus the `_cdc_*` state and, for a table that writes
+    prepped (`prepped.applies`), each row's location in the table (`prepped.LOCATION`, its fields
+    NULL where the read dropped Hudi's meta columns); an absent table gives no rows.
     """
     wanted = stored_columns(schema, table)
+    located = prepped.applies(table)
     if stored is None:
         nothing = [F.lit(None).cast(_column_type(c, schema)).alias(c) for c in wanted]
-        return events.limit(0).select(*nothing, F.lit(None).cast(LOCATION_TYPE).alias(LOCATION))
+        no_location = [F.lit(None).cast(prepped.LOCATION_TYPE).alias(prepped.LOCATION)] if located else []
+        return events.limit(0).select(*nothing, *no_location)
     conformed = stored.select(
         *[(F.col(c) if c in stored.columns else F.lit(None)).cast(_column_type(c, schema)).alias(c) for c in wanted],
-        location(stored).alias(LOCATION),
+        *([prepped.location(stored).alias(prepped.LOCATION)] if located else []),
     )
     if every_row:
         return conformed

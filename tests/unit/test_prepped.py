@@ -12,7 +12,7 @@ from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi import prepped
 from hudi_cdc.hudi.options import MERGE_INTO_PREPPED, NULL_FOR_MISSING_COLUMNS, write_options
 from hudi_cdc.merge import NEW_KEY, UNLOCATED, key_state, rows_to_write
-from hudi_cdc.stored_state import CDC_COLUMNS
+from hudi_cdc.stored_state import CDC_COLUMNS, touched_rows
 
 
 def _table(**fields: object) -> TableConfig:
@@ -97,3 +97,19 @@ def test_a_table_that_never_writes_prepped_has_no_unlocated_keys(spark: SparkSes
         .withColumn(prepped.LOCATION, nowhere)
     )
     assert [r["label"] for r in folded.select(key_state(table).alias("label")).collect()] == [None]
+
+
+@pytest.mark.parametrize(("fields", "carried"), [({}, True), ({"prepped_writes": False}, False)], ids=["on", "off"])
+def test_only_a_table_that_writes_prepped_carries_locations_through_the_fold(
+    spark: SparkSession, fields: dict[str, object], carried: bool
+) -> None:
+    table = _table(**fields)
+    schema = StructType([StructField("id", IntegerType()), StructField("name", StringType())])
+    stored = spark.createDataFrame([(1, "stored", "f1")], "id int, name string, _hoodie_file_name string")
+    events = spark.createDataFrame([(1,)], "id int")
+    for lookup in (stored, None):  # a stored table, and a table not written yet
+        rows = touched_rows(lookup, events, schema, table, every_row=False)
+        assert (prepped.LOCATION in rows.columns) is carried
+    if carried:
+        located = touched_rows(stored, events, schema, table, every_row=False).collect()
+        assert [r[prepped.LOCATION][prepped.LOCATED_BY] for r in located] == ["f1"]
