@@ -180,8 +180,9 @@ class TableConfig(_Frozen):
     """Whether an upsert hands Hudi each stored row's location (`hudi.prepped`), so that Hudi skips
     its own index lookup. Applies to tables without `partition_by` that use `index: simple` or
     `record_level`; elsewhere it has no effect. It costs reading and carrying Hudi's meta columns
-    of the stored rows: measured, it saves 6-13% CPU on a 500k-row table and costs 2-9% on
-    tables of 20k-100k rows (BENCHMARKS.md, fifteenth and sixteenth rounds). Never changes what
+    of the stored rows: measured, it saves 9-10% CPU on a 1M-row table and 6-13% on 500k rows,
+    breaks even near 200k and costs 2-9% on tables of 20k-100k rows (BENCHMARKS.md, fifteenth
+    and sixteenth rounds). Never changes what
     the table holds, so it may be switched at any batch."""
     table_version: TableVersion = 9
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
