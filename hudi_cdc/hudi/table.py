@@ -25,13 +25,14 @@ def table_exists(spark: SparkSession, base_path: str) -> bool:
 
 
 def latest_commit(spark: SparkSession, base_path: str) -> str | None:
-    """The newest completed commit/deltacommit instant, or None for no table."""
+    """The newest completed commit/deltacommit instant, or None for no table or none completed yet."""
     if not table_exists(spark, base_path):
         return None
     file_system, _ = fs.open_fs(spark, base_path)
     helpers = jvm(spark).org.apache.hudi.HoodieDataSourceHelpers
-    instant = helpers.latestCommit(file_system, base_path)
-    return str(instant) if instant else None
+    # not helpers.latestCommit: it fails on a table whose first commit is still inflight
+    instant = helpers.allCompletedCommitsCompactions(file_system, base_path).lastInstant()
+    return str(instant.get().requestedTime()) if instant.isPresent() else None
 
 
 def table_version(spark: SparkSession, base_path: str) -> int | None:

@@ -35,7 +35,7 @@ from devkit.services.trino import LocalTrino
 from hudi_cdc.config import Compaction, HiveSync, TableConfig, TableType
 from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.hudi.hive_sync import HiveSyncOptions
+from hudi_cdc.hudi.hive_sync import HiveSyncOptions, MetastoreSync
 from hudi_cdc.hudi.options import (
     CLEAN_MAX_COMMITS,
     CLEANER_COMMITS_RETAINED,
@@ -45,6 +45,7 @@ from hudi_cdc.hudi.options import (
     write_options,
 )
 from hudi_cdc.hudi.status import table_status
+from hudi_cdc.hudi.table import latest_commit, table_exists
 from hudi_cdc.hudi.writer import keep_history_listable
 from tests.integration.harness import Job
 
@@ -184,6 +185,30 @@ def test_metastore_outage_loses_nothing_and_sync_recovers(spark: SparkSession, k
             assert engine.query(f"select id from {job.database}.accounts order by id") == [(1,), (2,)]
     finally:
         back.stop()
+
+
+def test_a_table_whose_first_commit_is_still_being_written_is_not_synced_yet(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    """The driver's wake-up sync can run while the batch thread writes a table's first commit:
+    the table has its folders but no completed commit, so there is no schema to register yet.
+    Before, that attempt failed with Hudi's "No schema found" and logged a failed sync."""
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
+    accounts = _source(job, "accounts", ACCOUNTS, "id")
+    job.produce("accounts", [accounts.change("c", after=_account(1, "a", "eu", "1.00"), pos=100)])
+    job.run()
+    path = job.path("accounts")
+    # the commit as it stood before it completed: requested and inflight, not completed
+    completed = [f for f in (Path(path) / ".hoodie" / "timeline").iterdir() if f.name.endswith(".commit")]
+    assert completed, sorted(f.name for f in (Path(path) / ".hoodie" / "timeline").iterdir())
+    for instant in completed:
+        instant.unlink()
+    assert table_exists(spark, path) and latest_commit(spark, path) is None
+
+    sync = MetastoreSync("thrift://127.0.0.1:9")  # nothing listens there: an attempt would fail
+    state = sync.sync_due(spark, [job.config.table("accounts")])["accounts"]
+    assert (state.failed_attempts, state.last_error, state.last_attempt_at) == (0, None, None)
+    assert state.lagging, "the table is registered once its commit completes"
 
 
 # deep: test_presto's archival test runs a query loop during commits in `make test`
