@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig, TableType
 from hudi_cdc.hudi import fs
-from hudi_cdc.hudi.table import latest_commit, table_exists
+from hudi_cdc.hudi.table import latest_commit
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.progress import Progress, iso_utc
 from hudi_cdc.spark_session import error_summary, hadoop_conf, jvm
@@ -193,11 +193,11 @@ class MetastoreSync:
             if not table.hive.enabled:
                 continue
             state = self.states.setdefault(table.name, SyncState(pending_commit="unknown"))
-            if not state.lagging or not table_exists(spark, table.base_path):
+            if not state.lagging:
                 continue
             try:
-                # a table whose first commit has not completed has no schema to register; the
-                # driver's wake-up lands here while the batch thread is still writing that commit
+                # no table, or one whose first commit has not completed, has no schema to register;
+                # the driver's wake-up lands here while the batch thread is still writing that commit
                 if latest_commit(spark, table.base_path) is None:
                     continue
                 state.last_attempt_at = time.time()
