@@ -45,9 +45,11 @@ SnapshotMode = Literal[
 
 
 class LocalConnect(ConnectRest, LocalService):
-    stop_timeout = 30.0
-
     """One distributed Connect worker on a free REST port, with its own internal topics per start."""
+
+    stop_timeout = 10.0
+    """Tasks get 5 s to stop (`task.shutdown.graceful.timeout.ms`); a worker that still hangs is
+    killed: every start has a fresh group and internal topics, so nothing carries over."""
 
     def __init__(
         self,
