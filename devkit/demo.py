@@ -222,7 +222,13 @@ def _query_with_presto(spark: SparkSession, presto: LocalPresto, config: Config)
         "\nBefore compaction: the snapshot (_rt) has the second run's updates, the read-optimized view (_ro) not yet"
     )
     snapshot = _show(presto, f"select {columns} from shop.orders_rt order by order_id")
-    _show(presto, f"select {columns} from shop.orders_ro order by order_id")
+    read_optimized = _show(presto, f"select {columns} from shop.orders_ro order by order_id")
+    ids = [str(row[0]) for row in read_optimized]
+    for twice in sorted({i for i in ids if ids.count(i) > 1}):
+        print(
+            f"    (order {twice} moved partition: _ro reads base files only, and the delete at its old"
+            " place waits in a log file, so it shows twice until compaction)"
+        )
     orders = next(t for t in config.tables if t.name == "orders")
     expected = [
         tuple(r)

@@ -118,6 +118,9 @@ def get_or_create_session(
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", "2g")
+            # Stage progress bars are drawn on the terminal the log goes to: they split log lines
+            # (a warning printed mid-bar) and fill a redirected log with carriage returns.
+            .config("spark.ui.showConsoleProgress", "false")
         )
         build = build_dir()
         if build is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pyspark.sql import SparkSession
+
 from hudi_cdc.spark_session import LOCAL_DRIVER_JAVA_OPTIONS, local_java_options
 
 
@@ -16,3 +18,8 @@ def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_col
     # a flag that only tunes a collector is not one
     tuned = "-XX:+UseAdaptiveSizePolicyWithSystemGC"
     assert local_java_options(tuned).split() == [LOCAL_DRIVER_JAVA_OPTIONS, tuned]
+
+
+def test_a_local_session_draws_no_progress_bars_into_its_log(spark: SparkSession) -> None:
+    # a bar on stderr splits the log lines written beside it (make demo showed a Hudi warning glued to one)
+    assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
