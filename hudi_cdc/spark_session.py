@@ -75,6 +75,16 @@ def local_java_options(requested: str | None) -> str:
     return f"{LOCAL_DRIVER_JAVA_OPTIONS} {requested}"
 
 
+_SIZE_ESTIMATOR_PROPERTIES = {"jol.skipDynamicAttach": "true", "jol.skipHotspotSAAttach": "true"}
+"""Java system properties for the object-layout library (JOL) inside Hudi's bundle, which sizes
+records the first time a write estimates them. Unset, it tries to attach an agent to its own JVM
+and then the HotSpot Serviceability Agent, which forks helper JVMs: both fail on Java 17 as
+Spark runs it, after about 1 CPU s and 1 s of wall time (measured on this machine), and it falls
+back to the Unsafe-based estimate these properties pick at once. JOL still prints one line that
+it skipped them. Set on the driver's JVM; executors on a cluster take them as
+`-D` flags in `spark.executor.extraJavaOptions`."""
+
+
 BUILD_ENV = "HUDI_CDC_BUILD"
 """Names the folder `make` fills (jars/, run/); the Makefile and devkit/ set it, a cluster does not."""
 
@@ -136,6 +146,10 @@ def get_or_create_session(
     for key, value in _HUDI_HADOOP_CONF.items():
         # set on the live configuration: under spark-submit the context exists before this
         hadoop_conf(session).set(key, value)
+    system = jvm(session).java.lang.System
+    for key, value in _SIZE_ESTIMATOR_PROPERTIES.items():
+        if system.getProperty(key) is None:  # a -D flag of the user's own wins
+            system.setProperty(key, value)
     return session
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.spark_session import LOCAL_DRIVER_JAVA_OPTIONS, local_java_options
+from hudi_cdc.spark_session import LOCAL_DRIVER_JAVA_OPTIONS, jvm, local_java_options
 
 
 def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_collector() -> None:
@@ -23,3 +23,9 @@ def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_col
 def test_a_local_session_draws_no_progress_bars_into_its_log(spark: SparkSession) -> None:
     # a bar on stderr splits the log lines written beside it (make demo showed a Hudi warning glued to one)
     assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
+
+
+def test_hudis_size_estimator_is_told_not_to_attach_to_its_own_jvm(spark: SparkSession) -> None:
+    system = jvm(spark).java.lang.System
+    assert system.getProperty("jol.skipDynamicAttach") == "true"
+    assert system.getProperty("jol.skipHotspotSAAttach") == "true"
