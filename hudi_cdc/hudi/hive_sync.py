@@ -152,6 +152,37 @@ def sync_table(spark: SparkSession, table: TableConfig, metastore_uris: str) -> 
         tool.close()
 
 
+UNKNOWN_COMMIT = "unknown"
+"""The pending commit of a table that may be unregistered (start-up) when no commit is known."""
+
+
+def after_sync(pending: str | None, newest: str) -> tuple[str, str]:
+    """(synced, pending) commits of a table once a sync registered it as of `newest`, its newest
+    completed commit when the sync began.
+
+    A sync registers what the table holds, so it covers every commit up to `newest`, noted or
+    not, and an unknown one. Why: the driver's wake-up may sync a table between a batch's commit
+    and the batch noting it; counting only noted commits synced that commit twice. A commit
+    noted while the sync ran, newer than `newest`, stays pending. Instants are fixed-width
+    timestamps, so text order is time order.
+    """
+    if pending is None or pending == UNKNOWN_COMMIT or pending <= newest:
+        return newest, newest
+    return newest, pending
+
+
+def noted(pending: str | None, synced: str | None, commit: str | None) -> str:
+    """The pending commit once `commit` is noted (None: start-up, the table may be unregistered).
+
+    A commit no newer than the synced one is already registered (a wake-up sync saw it, or a
+    compaction committed after it), so it leaves nothing pending.
+    """
+    latest = commit or pending or UNKNOWN_COMMIT
+    if latest != UNKNOWN_COMMIT and synced not in (None, UNKNOWN_COMMIT) and latest <= synced:
+        return synced
+    return latest
+
+
 @dataclass
 class SyncState:
     """Where one table's metastore registration stands."""
@@ -181,7 +212,7 @@ class MetastoreSync:
     def note_commit(self, table: TableConfig, commit: str | None) -> None:
         """A data commit happened (or, with None at start-up, may be unregistered)."""
         state = self.states.setdefault(table.name, SyncState())
-        state.pending_commit = commit or state.pending_commit or "unknown"
+        state.pending_commit = noted(state.pending_commit, state.synced_commit, commit)
 
     def sync_due(self, spark: SparkSession, tables: list[TableConfig]) -> dict[str, SyncState]:
         """Sync every table whose newest commit is not registered yet; never raises."""
@@ -192,13 +223,14 @@ class MetastoreSync:
         for table in tables:
             if not table.hive.enabled:
                 continue
-            state = self.states.setdefault(table.name, SyncState(pending_commit="unknown"))
+            state = self.states.setdefault(table.name, SyncState(pending_commit=UNKNOWN_COMMIT))
             if not state.lagging:
                 continue
             try:
                 # no table, or one whose first commit has not completed, has no schema to register;
                 # the driver's wake-up lands here while the batch thread is still writing that commit
-                if latest_commit(spark, table.base_path) is None:
+                newest = latest_commit(spark, table.base_path)
+                if newest is None:
                     continue
                 state.last_attempt_at = time.time()
                 sync_table(spark, table, self.metastore_uris)
@@ -214,7 +246,8 @@ class MetastoreSync:
                 )
                 log.debug("hive sync failure", exc_info=True)
                 continue
-            state.synced_commit, state.last_error, state.failed_attempts = state.pending_commit, None, 0
+            state.synced_commit, state.pending_commit = after_sync(state.pending_commit, newest)
+            state.last_error, state.failed_attempts = None, 0
             state.last_synced_at = time.time()
             log.info("table %s: synced to metastore as %s.%s", table.name, table.hive.database, table.hive_table)
         self._save(spark)

@@ -7,7 +7,14 @@ import pytest
 
 from hudi_cdc.config import HiveSync, TableConfig
 from hudi_cdc.hudi import hive_sync
-from hudi_cdc.hudi.hive_sync import HiveSyncOptions, sync_options
+from hudi_cdc.hudi.hive_sync import (
+    UNKNOWN_COMMIT,
+    HiveSyncOptions,
+    SyncState,
+    after_sync,
+    noted,
+    sync_options,
+)
 
 URI = "thrift://127.0.0.1:19083"
 
@@ -62,3 +69,29 @@ def test_model_is_frozen_and_rejects_unknown_fields() -> None:
         HiveSyncOptions(metastore_uris=URI, table="t", base_path="/x", table_type="MOR")
     with pytest.raises(pydantic.ValidationError):
         HiveSyncOptions(metastore_uris=URI, table="t", base_path="/x", mode="jdbc")  # type: ignore[call-arg]
+
+
+def test_a_sync_covers_every_commit_up_to_the_newest_it_saw_and_no_later_one() -> None:
+    c1, c2, c3 = "20261129054409215", "20261129054416296", "20261129054420000"
+    # start-up: nothing noted yet, the sync registered c1
+    assert after_sync(UNKNOWN_COMMIT, c1) == (c1, c1)
+    assert after_sync(None, c1) == (c1, c1)
+    # the driver's wake-up synced c2 before the batch noted it: noting it then leaves nothing to sync
+    synced, pending = after_sync(c1, c2)
+    assert (synced, pending) == (c2, c2)
+    assert noted(pending, synced, c2) == c2
+    assert not SyncState(synced_commit=synced, pending_commit=noted(pending, synced, c2)).lagging
+    # a merge-on-read compaction (c3) synced before the batch noted its delta commit (c2)
+    assert noted(c3, c3, c2) == c3
+    # a commit noted while the sync ran, newer than what it saw, is still to sync
+    assert after_sync(c2, c1) == (c1, c2)
+    assert SyncState(synced_commit=c1, pending_commit=c2).lagging
+
+
+def test_a_noted_commit_is_pending_until_a_sync_covers_it() -> None:
+    c1, c2 = "20261129054409215", "20261129054416296"
+    assert noted(None, None, None) == UNKNOWN_COMMIT  # start-up: check the registration once
+    assert noted(UNKNOWN_COMMIT, None, c1) == c1
+    assert noted(c1, c1, c2) == c2
+    assert noted(c2, c1, None) == c2  # start-up of a run keeps what is still pending
+    assert noted(None, UNKNOWN_COMMIT, c1) == c1
