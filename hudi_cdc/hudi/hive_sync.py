@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -156,33 +156,6 @@ UNKNOWN_COMMIT = "unknown"
 """The pending commit of a table that may be unregistered (start-up) when no commit is known."""
 
 
-def after_sync(pending: str | None, newest: str) -> tuple[str, str]:
-    """(synced, pending) commits of a table once a sync registered it as of `newest`, its newest
-    completed commit when the sync began.
-
-    A sync registers what the table holds, so it covers every commit up to `newest`, noted or
-    not, and an unknown one. Why: the driver's wake-up may sync a table between a batch's commit
-    and the batch noting it; counting only noted commits synced that commit twice. A commit
-    noted while the sync ran, newer than `newest`, stays pending. Instants are fixed-width
-    timestamps, so text order is time order.
-    """
-    if pending is None or pending == UNKNOWN_COMMIT or pending <= newest:
-        return newest, newest
-    return newest, pending
-
-
-def noted(pending: str | None, synced: str | None, commit: str | None) -> str:
-    """The pending commit once `commit` is noted (None: start-up, the table may be unregistered).
-
-    A commit no newer than the synced one is already registered (a wake-up sync saw it, or a
-    compaction committed after it), so it leaves nothing pending.
-    """
-    latest = commit or pending or UNKNOWN_COMMIT
-    if latest != UNKNOWN_COMMIT and synced not in (None, UNKNOWN_COMMIT) and latest <= synced:
-        return synced
-    return latest
-
-
 @dataclass
 class SyncState:
     """Where one table's metastore registration stands."""
@@ -194,9 +167,29 @@ class SyncState:
     last_attempt_at: float | None = None
     last_synced_at: float | None = None
 
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> SyncState:
+        """A state as `MetastoreSync` saved it (keys it does not know are ignored)."""
+        return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
+
     @property
     def lagging(self) -> bool:
-        return self.pending_commit is not None and self.pending_commit != self.synced_commit
+        """Whether a noted commit may not be registered yet.
+
+        `synced_commit` is the newest completed commit when the last sync began, and a sync
+        registers what the table holds, so it covers every commit up to that one, noted or not,
+        and an unknown one. Why: the driver's wake-up may sync a table between a batch's commit
+        and the batch noting it; comparing noted commits alone synced that commit twice.
+        Instants are fixed-width timestamps, so text order is time order.
+        """
+        pending, synced = self.pending_commit, self.synced_commit
+        if pending is None:
+            return False
+        if synced is None:
+            return True
+        if pending == UNKNOWN_COMMIT:
+            return False
+        return synced == UNKNOWN_COMMIT or pending > synced
 
 
 class MetastoreSync:
@@ -212,7 +205,7 @@ class MetastoreSync:
     def note_commit(self, table: TableConfig, commit: str | None) -> None:
         """A data commit happened (or, with None at start-up, may be unregistered)."""
         state = self.states.setdefault(table.name, SyncState())
-        state.pending_commit = noted(state.pending_commit, state.synced_commit, commit)
+        state.pending_commit = commit or state.pending_commit or UNKNOWN_COMMIT
 
     def sync_due(self, spark: SparkSession, tables: list[TableConfig]) -> dict[str, SyncState]:
         """Sync every table whose newest commit is not registered yet; never raises."""
@@ -246,7 +239,7 @@ class MetastoreSync:
                 )
                 log.debug("hive sync failure", exc_info=True)
                 continue
-            state.synced_commit, state.pending_commit = after_sync(state.pending_commit, newest)
+            state.synced_commit = newest
             state.last_error, state.failed_attempts = None, 0
             state.last_synced_at = time.time()
             log.info("table %s: synced to metastore as %s.%s", table.name, table.hive.database, table.hive_table)

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.hudi import fs, retention
+from hudi_cdc.hudi.hive_sync import SyncState
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.hudi.timeline import summary
 from hudi_cdc.progress import iso_utc
@@ -84,7 +85,7 @@ def _data_files(spark: SparkSession, base_path: str) -> tuple[int, int]:
 def _hive_sync(state: dict[str, Any] | None) -> str:
     if state is None:
         return "off"
-    if state.get("synced_commit") == state.get("pending_commit"):
+    if not SyncState.from_saved(state).lagging:
         return "ok"
     return f"lagging ({state.get('failed_attempts', 0)} failed: {state.get('last_error')})"
 

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pydantic
 import pytest
 
 from hudi_cdc.config import HiveSync, TableConfig
 from hudi_cdc.hudi import hive_sync
-from hudi_cdc.hudi.hive_sync import (
-    UNKNOWN_COMMIT,
-    HiveSyncOptions,
-    SyncState,
-    after_sync,
-    noted,
-    sync_options,
-)
+from hudi_cdc.hudi.hive_sync import UNKNOWN_COMMIT, HiveSyncOptions, SyncState, sync_options
 
 URI = "thrift://127.0.0.1:19083"
 
@@ -73,25 +68,24 @@ def test_model_is_frozen_and_rejects_unknown_fields() -> None:
 
 def test_a_sync_covers_every_commit_up_to_the_newest_it_saw_and_no_later_one() -> None:
     c1, c2, c3 = "20261129054409215", "20261129054416296", "20261129054420000"
-    # start-up: nothing noted yet, the sync registered c1
-    assert after_sync(UNKNOWN_COMMIT, c1) == (c1, c1)
-    assert after_sync(None, c1) == (c1, c1)
-    # the driver's wake-up synced c2 before the batch noted it: noting it then leaves nothing to sync
-    synced, pending = after_sync(c1, c2)
-    assert (synced, pending) == (c2, c2)
-    assert noted(pending, synced, c2) == c2
-    assert not SyncState(synced_commit=synced, pending_commit=noted(pending, synced, c2)).lagging
+
+    def lagging(synced: str | None, pending: str | None) -> bool:
+        return SyncState(synced_commit=synced, pending_commit=pending).lagging
+
+    # start-up: the registration is checked once; any sync covers an unknown commit
+    assert lagging(None, UNKNOWN_COMMIT) and not lagging(c1, UNKNOWN_COMMIT)
+    # the driver's wake-up synced as of c2 before the batch noted c2: nothing left to sync
+    assert not lagging(c2, c2) and not lagging(c2, c1)
     # a merge-on-read compaction (c3) synced before the batch noted its delta commit (c2)
-    assert noted(c3, c3, c2) == c3
+    assert not lagging(c3, c2)
     # a commit noted while the sync ran, newer than what it saw, is still to sync
-    assert after_sync(c2, c1) == (c1, c2)
-    assert SyncState(synced_commit=c1, pending_commit=c2).lagging
+    assert lagging(c1, c2) and lagging(None, c1)
+    assert not lagging(None, None)
+    # a state saved by an earlier version, which stored the unknown commit as synced
+    assert not lagging(UNKNOWN_COMMIT, UNKNOWN_COMMIT) and lagging(UNKNOWN_COMMIT, c1)
 
 
-def test_a_noted_commit_is_pending_until_a_sync_covers_it() -> None:
-    c1, c2 = "20261129054409215", "20261129054416296"
-    assert noted(None, None, None) == UNKNOWN_COMMIT  # start-up: check the registration once
-    assert noted(UNKNOWN_COMMIT, None, c1) == c1
-    assert noted(c1, c1, c2) == c2
-    assert noted(c2, c1, None) == c2  # start-up of a run keeps what is still pending
-    assert noted(None, UNKNOWN_COMMIT, c1) == c1
+def test_a_saved_state_reads_back_and_ignores_keys_it_does_not_know() -> None:
+    state = SyncState(synced_commit="20261129054409215", pending_commit="20261129054416296", failed_attempts=2)
+    assert SyncState.from_saved(asdict(state) | {"retired_field": 1}) == state
+    assert SyncState.from_saved({}) == SyncState()
