@@ -54,6 +54,10 @@ class KafkaSource(_Frozen):
     """Where a job with no checkpoint starts reading."""
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
     """Upper bound of records per micro-batch (None: everything available)."""
+    min_partitions: int | None = Field(default=None, gt=0)
+    """Spark tasks that read and decode a batch, at least (Spark's `minPartitions`): a larger
+    topic-partition's range is split among several tasks. None: one task per topic-partition,
+    so a single-partition topic (Debezium's usual layout) is decoded by one core."""
     fail_on_data_loss: bool = True
     """Stop when Kafka deleted records the checkpoint still needs (retention shorter than downtime)."""
     connect_timeout: Duration = timedelta(seconds=30)

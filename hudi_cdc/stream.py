@@ -53,6 +53,10 @@ def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
     )
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
+    if kafka.min_partitions:
+        # Why it keeps the semantics: each record keeps its topic, partition and offset, and the
+        # fold orders by the event's position, not by the task that read it.
+        reader = reader.option("minPartitions", str(kafka.min_partitions))
     # Kafka Connect with exactly-once source support writes in transactions: records of an
     # aborted one were never committed by Connect and must not be applied. Same as
     # read_uncommitted for topics written without transactions; `kafka.properties` may override.

@@ -82,6 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--buckets", type=int, default=8, help="the tables' `buckets` with --index bucket")
     parser.add_argument("--prepped", choices=("on", "off"), default="on",
                         help="the tables' `prepped_writes` (hudi_cdc only: the plain job never writes prepped)")  # fmt: skip
+    parser.add_argument("--min-partitions", type=int, default=None,
+                        help="`kafka.min_partitions` of every job and load: Spark tasks reading a batch of the "
+                             "one-partition topics (default: one)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="where results go (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -126,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(root, ignore_errors=True)
     settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
                         spark_conf=_settings(args.spark_conf, "--spark-conf"), index=args.index,
-                        buckets=args.buckets, prepped_writes=args.prepped == "on", hoodie_options=_settings(args.hoodie_option, "--hoodie-option"))  # fmt: skip
+                        buckets=args.buckets, prepped_writes=args.prepped == "on", hoodie_options=_settings(args.hoodie_option, "--hoodie-option"),
+                        min_partitions=args.min_partitions)  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

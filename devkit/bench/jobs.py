@@ -67,6 +67,8 @@ class JobSpec:
     """The table's `prepped_writes` (hudi_cdc's only; the plain job upserts the usual way)."""
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
+    min_partitions: int | None = None
+    """`kafka.min_partitions`: every job reads through the same source (`stream.kafka_source`)."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -92,7 +94,11 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
     tables = spec.tables()
     return parse_config(
         {
-            "kafka": {"bootstrap_servers": spec.bootstrap, "max_offsets_per_trigger": spec.batch},
+            "kafka": {
+                "bootstrap_servers": spec.bootstrap,
+                "max_offsets_per_trigger": spec.batch,
+                **({"min_partitions": spec.min_partitions} if spec.min_partitions else {}),
+            },
             "job": {
                 "name": "bench",
                 "checkpoint_dir": str(work / "cp-hudi_cdc"),

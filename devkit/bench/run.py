@@ -62,6 +62,8 @@ class Settings:
     """The tables' `prepped_writes` (hudi_cdc's setting only)."""
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The tables' `hoodie_options` (file sizing...); the plain job writes with them too."""
+    min_partitions: int | None = None
+    """`kafka.min_partitions` of every job and load (the topics have one partition)."""
 
 
 @dataclass
@@ -193,6 +195,7 @@ class Run:
             table_path=str(directory / job), type=type_, partitioned=partitioned, work_dir=str(directory / f"work-{job}"),
             table_concurrency=table_concurrency, index=self.settings.index, hoodie_options=self.settings.hoodie_options,
             buckets=self.settings.buckets, prepped_writes=self.settings.prepped_writes,
+            min_partitions=self.settings.min_partitions,
         )  # fmt: skip
 
     def _request(self, spec: JobSpec) -> dict[str, Any]:

@@ -342,3 +342,15 @@ def test_the_prepped_flag_reaches_the_tables_of_hudi_cdc(flag: list[str], preppe
                    type="COPY_ON_WRITE", partitioned=False, work_dir="/tmp/w", prepped_writes=chosen)  # fmt: skip
     ((_, table),) = spec.tables()
     assert prepped_module.applies(table) is prepped
+
+
+@pytest.mark.parametrize(("flag", "expected"), [([], None), (["--min-partitions", "2"], 2)])
+def test_the_min_partitions_flag_reaches_every_jobs_kafka_source(flag: list[str], expected: int | None) -> None:
+    from devkit.bench.__main__ import parse_args
+    from devkit.bench.jobs import JobSpec, hudi_cdc_config
+
+    chosen = parse_args(flag).min_partitions
+    for job in ("hudi_cdc", "plain", "floor"):  # the plain and floor jobs read through hudi_cdc's source too
+        spec = JobSpec(job=job, bootstrap="localhost:9092", topics=["t"], batch=10, table_path="/tmp/t",
+                       type="COPY_ON_WRITE", partitioned=False, work_dir="/tmp/w", min_partitions=chosen)  # fmt: skip
+        assert hudi_cdc_config(spec).kafka.min_partitions == expected
