@@ -8,7 +8,9 @@ columns these read (`Record`); this module owns only the judgement.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -112,8 +114,19 @@ def _bad_value_text(name: str, dtype: DataType) -> str:
     return f"{name} ({dtype.simpleString()}{hint})"
 
 
-def _non_null_texts(texts: list[Column]) -> Column:
-    return F.filter(F.array(*texts or [F.lit(None).cast("string")]), lambda x: x.isNotNull())
+def _joined_texts(texts: list[Column], separator: str) -> Column:
+    """The non-NULL `texts` joined by `separator`; "" when every one is NULL.
+
+    Why not `filter(array(...), x -> x is not null)`: a higher-order function is evaluated
+    without code generation, its arguments too, and these arguments test every column of every
+    record (measured: 14% of decode's CPU). `concat_ws` skips NULLs and is compiled.
+    """
+    return F.concat_ws(separator, *texts) if texts else F.lit("")
+
+
+def any_true(conditions: list[Column]) -> Column:
+    """True when one of `conditions` (never NULL) is; compiled, unlike `exists(array(...), x -> x)`."""
+    return reduce(operator.or_, conditions) if conditions else F.lit(False)
 
 
 def checks(
@@ -129,16 +142,17 @@ def checks(
     def in_image(name: str) -> Column:
         return F.array_contains(present, name) & raw_map[name].isNotNull()
 
-    conflicts = _non_null_texts(
-        [F.when(in_image(n) & record.profile.isin(*ix), F.lit(text)) for n, ix, text in values.conflicts]
+    conflicts = _joined_texts(
+        [F.when(in_image(n) & record.profile.isin(*ix), F.lit(text)) for n, ix, text in values.conflicts], "; "
     )
-    bad_values = _non_null_texts(
+    bad_values = _joined_texts(
         [
             F.when(in_image(n) & values.image_only[n].isNull(), F.lit(_bad_value_text(n, dtype)))
             for n, dtype in types.target.items()
-        ]
+        ],
+        ", ",
     )
-    key_missing = F.exists(F.array(*[values.key(k).isNull() for k in table.key]), lambda x: x)
+    key_missing = any_true([values.key(k).isNull() for k in table.key])
     image_name = {"full": "`after`", "patch": f"`{table.patch_field}`"}.get(table.mode, "row")
     return [
         *wire,
@@ -156,10 +170,10 @@ def checks(
         (op.isin(*IMAGE_OPS) & record.image.isNull(), "MissingImage",
          F.lit(f"a create/read/update has no {image_name} object")),
         (record.image.isNotNull() & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
-        (F.size(conflicts) > 0, "SchemaConflict",
-         F.concat(F.lit("a column's type changed incompatibly within the batch: "), F.array_join(conflicts, "; "))),
-        (F.size(bad_values) > 0, "BadValue",
-         F.concat(F.lit("value(s) do not convert to the column type: "), F.array_join(bad_values, ", "),
+        (conflicts != "", "SchemaConflict",
+         F.concat(F.lit("a column's type changed incompatibly within the batch: "), conflicts)),
+        (bad_values != "", "BadValue",
+         F.concat(F.lit("value(s) do not convert to the column type: "), bad_values,
                   F.lit("; fix the producer or the table's `columns`"))),
         ((op != Op.TRUNCATE.value) & key_missing, "MissingKey",
          F.lit(f"key column(s) {', '.join(table.key)} missing or NULL in both the Kafka key and the row; "
