@@ -231,6 +231,24 @@ def decimal_text(binary: Column, scale: Column | int, *, wide: bool = False) -> 
     return _let(integer, text)
 
 
+_LONG_BYTES = 8
+"""The most bytes `_small_decimal` reads: a long's."""
+
+
+def _small_decimal(binary: Column, scale: int, target: DecimalType) -> Column:
+    """Connect Decimal bytes (1 to 8 of them) at a fixed `scale` as `target`, exactly.
+
+    The bytes as hex, sign-extended to a long's 16 digits, are read by `conv` as a signed long;
+    "<unscaled>E-<scale>" is exact decimal text for the cast. Every step is compiled, unlike
+    `decimal_text`'s byte-wise fold (a higher-order function, evaluated row by row): measured,
+    the fold was about 5% of decode's CPU for one decimal column.
+    """
+    hexed = F.hex(binary)
+    negative = hexed >= F.lit("8")  # the first byte is 0x80 or more
+    extended = F.when(negative, F.lpad(hexed, 2 * _LONG_BYTES, "F")).otherwise(F.lpad(hexed, 2 * _LONG_BYTES, "0"))
+    return F.concat(F.conv(extended, 16, -10), F.lit(f"E{-scale}")).cast(target)
+
+
 def connect_decimal(precision: int, scale: int) -> ColumnType:
     """org.apache.kafka.connect.data.Decimal: base64 bytes -> decimal(precision, scale), or, when
     no Spark decimal holds it (precision or scale over 38), its exact text (`wide_decimal`).
@@ -241,12 +259,13 @@ def connect_decimal(precision: int, scale: int) -> ColumnType:
     if precision > MAX_PRECISION or scale > MAX_PRECISION:
         return wide_decimal(precision, scale)
     target = DecimalType(precision, scale)
-    return ColumnType(
-        kind=f"{DECIMAL}({precision},{scale})",
-        wire=BinaryType(),
-        spark=target,
-        convert=lambda c: decimal_text(c, scale).cast(target),
-    )
+
+    def convert(c: Column) -> Column:
+        small = (F.length(c) >= 1) & (F.length(c) <= _LONG_BYTES)
+        # CASE evaluates one branch: the fold only runs for values of more than 8 bytes
+        return F.when(small, _small_decimal(c, scale, target)).otherwise(decimal_text(c, scale).cast(target))
+
+    return ColumnType(kind=f"{DECIMAL}({precision},{scale})", wire=BinaryType(), spark=target, convert=convert)
 
 
 @dataclass(frozen=True)

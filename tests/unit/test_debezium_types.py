@@ -305,3 +305,23 @@ def test_postgres_infinities_become_the_latest_and_earliest_values(spark: SparkS
     ).collect()
     rows = {r["id"]: r.asDict() for r in stored}
     assert [{c: rows[e["id"]][c] for c in e} for e in expected] == expected
+
+
+def test_decimals_of_up_to_8_bytes_take_the_compiled_path_and_match_the_fold(spark: SparkSession) -> None:
+    """The long-sized fast path (`_small_decimal`) against Python's exact Decimal and the byte-wise fold,
+    at every length from 1 to 9 bytes, both signs and the extremes of each length."""
+    numbers = [0, 1, -1, 127, -128, 128, -129, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1]
+    numbers += [sign * (2 ** (8 * n - 1) - k) for n in range(1, 10) for sign in (1, -1) for k in (0, 1)]
+    rows = [(n.to_bytes(max(1, (n.bit_length() + 8) // 8), "big", signed=True),) for n in numbers]
+    frame = spark.createDataFrame(rows, "value binary")
+    for precision, scale in ((38, 0), (38, 2), (38, 18), (5, 2)):
+        converted = column_type({"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+                                 "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)}})  # fmt: skip
+        got = frame.select(
+            converted.convert(F.col("value")).alias("fast"),
+            decimal_text(F.col("value"), scale).cast(f"decimal({precision},{scale})").alias("fold"),
+        ).collect()
+        for (value,), row in zip(rows, got, strict=True):
+            exact = Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-scale, Context(prec=100))
+            fits = len(exact.as_tuple().digits) <= precision if exact else True
+            assert row["fast"] == row["fold"] == (exact if fits else None), (value.hex(), precision, scale)
