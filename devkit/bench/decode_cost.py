@@ -2,22 +2,30 @@
 
     python -m devkit.bench.decode_cost                 # 40,000 updates, 3 timed rounds each
     python -m devkit.bench.decode_cost --events 100000
+    python -m devkit.bench.decode_cost --events 100000 --jfr build/decode.jfr   # also where decode's CPU goes
 
 Both read the same persisted Spark Kafka rows of the bench's `accounts` updates and write to
 Spark's `noop` sink, so only the parsing and typing is measured. hudi_cdc: `decode(...).classified`
 (envelope, schemas, typed values, PRESENT, order, every check). Plain: `from_json` of the
 envelope and the row image's columns undone, exactly as the plain job does (`jobs.plain_rows`). The two
 run alternately after two warm-up rounds each, which pay the JVM's JIT and code generation.
-Prints the CPU seconds (this process and its JVM) per round and per event.
+Prints the CPU seconds (this process and its JVM) per round and per event. With `--jfr`, the
+JVM's Flight Recorder samples the executor threads during hudi_cdc's timed rounds only, and the
+shares of the samples spent inside each of `PROFILED_FRAMES` are printed (BENCHMARKS.md,
+"seventeenth round").
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import statistics
+import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 from pyspark.sql import DataFrame, SparkSession
@@ -28,10 +36,21 @@ from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.workloads import SOURCE, records, update_changes
 from hudi_cdc.config import parse_config
 from hudi_cdc.decode import decode
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.spark_session import get_or_create_session, jvm
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 WARM_UP = 2
+PROFILED_FRAMES = {
+    "JsonTuple.eval": "json_tuple: the envelope's schema and payload text",
+    "JsonToStructs.nullSafeEval": "from_json: envelope, image, key",
+    "GetJsonObject.eval": "get_json_object",
+    "JsonObjectKeys.eval": "json_object_keys",
+    "BufferRecyclers.getBufferRecycler": "Jackson's ThreadLocal lookup, at every JSON call",
+    "SimpleHigherOrderFunction.eval": "higher-order functions (evaluated without code generation)",
+    "CreateArray.eval": "arrays built without code generation",
+}
+"""Frames (class.method) whose inclusive share of the samples `--jfr` prints, and what they are."""
+_FRAME = re.compile(r"^\s+([\w$.<>/]+)\(", re.MULTILINE)
 
 
 def _kafka_rows(spark: SparkSession, events: int) -> DataFrame:
@@ -49,10 +68,61 @@ def _timed(run: Callable[[], None]) -> float:
     return tree_cpu_seconds(me) - before
 
 
+def frame_shares(printed: str) -> tuple[int, Counter[str]]:
+    """From `jfr print --events jdk.ExecutionSample` text: the samples, and per `Class.method`
+    the samples with that frame anywhere in their stack (counted once per sample)."""
+    samples = printed.split("jdk.ExecutionSample")[1:]
+    inside: Counter[str] = Counter()
+    for sample in samples:
+        inside.update({".".join(f.split(".")[-2:]) for f in _FRAME.findall(sample)})
+    return len(samples), inside
+
+
+def _one_round(spark: SparkSession, build: Callable[[], DataFrame], recording: Path | None) -> float:
+    """CPU seconds of writing `build()` to the `noop` sink, recorded with the Flight Recorder to `recording` if given."""
+
+    def write() -> None:
+        build().write.format("noop").mode("overwrite").save()
+
+    return _timed(write if recording is None else lambda: _recorded(spark, recording, write))
+
+
+def _recorded(spark: SparkSession, path: Path, run: Callable[[], None]) -> None:
+    """`run()` under a Flight Recorder recording (the JDK's `profile` settings), dumped to `path`."""
+    jfr = jvm(spark).jdk.jfr
+    recording = jfr.Recording(jfr.Configuration.getConfiguration("profile"))
+    recording.start()
+    try:
+        run()
+    finally:
+        recording.stop()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        recording.dump(jvm(spark).java.io.File(str(path.resolve())).toPath())
+        recording.close()
+
+
+def _print_profile(spark: SparkSession, paths: list[Path]) -> None:
+    """Print the shares of `PROFILED_FRAMES` over every recording in `paths`, with the JDK's `jfr` tool."""
+    tool = Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr"
+    samples, inside = 0, Counter[str]()
+    for path in paths:
+        printed = subprocess.run([str(tool), "print", "--stack-depth", "64", "--events", "jdk.ExecutionSample", str(path)],
+                                 check=True, capture_output=True, text=True).stdout  # fmt: skip
+        found, frames = frame_shares(printed)
+        samples, inside = samples + found, inside + frames
+    print(f"hudi_cdc decode: {samples} execution samples in {len(paths)} recordings ({paths[0].parent}); "
+          "share of them with the frame on the stack:")  # fmt: skip
+    for frame, what in PROFILED_FRAMES.items():
+        print(f"  {inside[frame] / max(samples, 1):5.1%}  {frame:38s} {what}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devkit.bench.decode_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=40_000, help="update events decoded per round")
     parser.add_argument("--rounds", type=int, default=3, help=f"timed rounds of each, after {WARM_UP} warm-up rounds")
+    parser.add_argument("--jfr", type=Path, default=None,
+                        help="record each of hudi_cdc's timed rounds with the Flight Recorder (<stem>-<round>.jfr); "
+                             "the recorder's own CPU is then in those rounds")  # fmt: skip
     args = parser.parse_args(argv)
     spark = get_or_create_session(app_name="bench-decode-cost", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
@@ -68,11 +138,18 @@ def main(argv: list[str] | None = None) -> int:
         "plain parse": lambda: plain_rows(raw),
     }
     spent: dict[str, list[float]] = {name: [] for name in jobs}
+    recordings: list[Path] = []
     for round_ in range(WARM_UP + args.rounds):
         for name, build in jobs.items():
-            cpu = _timed(lambda build=build: build().write.format("noop").mode("overwrite").save())  # type: ignore[misc]
+            recording = None
+            if args.jfr and round_ >= WARM_UP and name == "hudi_cdc decode":
+                recording = args.jfr.with_name(f"{args.jfr.stem}-{round_}{args.jfr.suffix}")
+                recordings.append(recording)
+            cpu = _one_round(spark, build, recording)
             if round_ >= WARM_UP:
                 spent[name].append(cpu)
+    if recordings:
+        _print_profile(spark, recordings)
     spark.stop()
     print(f"{args.events:,} update events, {args.rounds} rounds after {WARM_UP} warm-up rounds (CPU s of the process tree)")
     for name, seconds in spent.items():

@@ -97,7 +97,7 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
             "kafka": {
                 "bootstrap_servers": spec.bootstrap,
                 "max_offsets_per_trigger": spec.batch,
-                **({"min_partitions": spec.min_partitions} if spec.min_partitions else {}),
+                "min_partitions": spec.min_partitions,
             },
             "job": {
                 "name": "bench",

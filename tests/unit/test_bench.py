@@ -354,3 +354,26 @@ def test_the_min_partitions_flag_reaches_every_jobs_kafka_source(flag: list[str]
         spec = JobSpec(job=job, bootstrap="localhost:9092", topics=["t"], batch=10, table_path="/tmp/t",
                        type="COPY_ON_WRITE", partitioned=False, work_dir="/tmp/w", min_partitions=chosen)  # fmt: skip
         assert hudi_cdc_config(spec).kafka.min_partitions == expected
+
+
+def test_frame_shares_count_a_frame_once_per_sample_wherever_it_is_on_the_stack() -> None:
+    from devkit.bench.decode_cost import frame_shares
+
+    printed = """jdk.ExecutionSample {
+  startTime = 10:00:00.000
+  stackTrace = [
+    com.fasterxml.jackson.core.JsonGenerator._copyCurrentContents() line: 10
+    org.apache.spark.sql.catalyst.expressions.JsonTuple.eval(InternalRow) line: 20
+    org.apache.spark.sql.catalyst.expressions.JsonTuple.eval(InternalRow) line: 21
+  ]
+}
+jdk.ExecutionSample {
+  stackTrace = [
+    org.apache.spark.sql.catalyst.expressions.CreateArray.eval(InternalRow) line: 5
+  ]
+}
+"""
+    samples, inside = frame_shares(printed)
+    assert samples == 2
+    assert inside["JsonTuple.eval"] == 1 and inside["CreateArray.eval"] == 1
+    assert inside["JsonGenerator._copyCurrentContents"] == 1 and "JsonToStructs.nullSafeEval" not in inside
