@@ -50,15 +50,14 @@ from hudi_cdc.lineage import checkpointed
 from hudi_cdc.plan_cache import PlanCache, with_levels
 from hudi_cdc.toast import toast_values
 
-ENVELOPE_SCHEMA = "__envelope_schema"
-"""Column `with_envelope_schema` adds."""
-
 # working columns
 _JSON = "__json"
 _SCHEMA = "__schema"
 _ENV_PAYLOAD = "__env_payload"
 _IS_ENV = "__is_env"
 _HAS_ENV = "__has_env"
+ENVELOPE_COLUMNS = (_SCHEMA, _ENV_PAYLOAD, _IS_ENV, _HAS_ENV)
+"""The columns `with_envelope` adds."""
 _PAYLOAD = "__payload"
 _PROFILE = "__profile"
 _ENV = "__env"
@@ -233,8 +232,12 @@ def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column)
 
 
 def _envelopes(raw: DataFrame) -> DataFrame:
-    """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload` parts."""
-    levels = _ENVELOPE_LEVELS.get("envelopes", lambda: _envelope_levels(F.col("value").cast("string")))
+    """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload`
+    parts: those of `with_envelope` when `raw` has them, else parsed here."""
+    if has_envelope(raw):
+        levels = _ENVELOPE_LEVELS.get("text", lambda: ((F.col("value").cast("string").alias(_JSON),),))
+    else:
+        levels = _ENVELOPE_LEVELS.get("envelopes", lambda: _envelope_levels(F.col("value").cast("string")))
     return with_levels(raw.filter(F.col("value").isNotNull()), levels)
 
 
@@ -249,16 +252,29 @@ def _envelope_levels(text: Column) -> tuple[tuple[Column, ...], ...]:
     )
 
 
-def with_envelope_schema(records: DataFrame, read: Column) -> DataFrame:
-    """`records` (Kafka rows) plus ENVELOPE_SCHEMA: the envelope schema text that `decode` types a
-    record by, NULL for a record without one and wherever `read` is false.
+def with_envelope(records: DataFrame, read: Column) -> DataFrame:
+    """`records` (Kafka rows) plus ENVELOPE_COLUMNS: each value's Connect envelope parts, found
+    wherever `read` is true (NULL elsewhere).
 
-    The text comes from the same expressions as decode's, so texts found here match decode's
-    comparison of each record's schema with the batch's (`_profile`) exactly.
+    Why: finding them is one parse of the whole value, which copies the schema's and the payload's
+    text. A caller that persists these rows (the pipeline's routed batch) pays it once, for the
+    survey's schemas (`envelope_schema`) and for `decode`, which reads them instead of parsing
+    again. The columns describe `value`: whoever rewrites `value` (Avro as JSON) drops them first.
     """
     levels = _envelope_levels(F.when(read, F.col("value").cast("string")))
-    schema = F.when(F.col(_HAS_ENV), F.col(_SCHEMA)).alias(ENVELOPE_SCHEMA)
-    return with_levels(records, levels).select(*[F.col(c) for c in records.columns], schema)
+    return with_levels(records, levels).drop(_JSON)
+
+
+def has_envelope(records: DataFrame) -> bool:
+    """Do `records` carry `with_envelope`'s columns?"""
+    return all(name in records.columns for name in ENVELOPE_COLUMNS)
+
+
+def envelope_schema() -> Column:
+    """Over `with_envelope` rows: the envelope schema text that `decode` types a record by, NULL
+    for a record without one. The same columns as decode's own, so the texts found match decode's
+    comparison of each record's schema with the batch's (`_profile`) exactly."""
+    return F.when(F.col(_HAS_ENV), F.col(_SCHEMA))
 
 
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
@@ -375,19 +391,20 @@ class _Plan:
     schema: StructType
 
 
-_ENVELOPE_LEVELS: PlanCache[tuple[tuple[Column, ...], ...]] = PlanCache(entries=1)
+_ENVELOPE_LEVELS: PlanCache[tuple[tuple[Column, ...], ...]] = PlanCache(entries=2)
 _PLANS: PlanCache[_Plan] = PlanCache()
 
 
 def decode(
     raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None = None, stored: StructType | None = None
 ) -> DecodeResult:
-    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset).
+    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset;
+    with `with_envelope`'s columns when the caller found them already).
 
     Steps: find envelopes -> type the batch (its schemas) -> parse the change envelope -> typed
     values -> order -> judge each record (skipped / rejected / event), all in one projection.
     `envelopes` are the batch's distinct envelope schema texts, most used first, when the caller
-    has them already (`tally.survey`, from `with_envelope_schema`); without them decode finds them
+    has them already (`tally.survey`, from `envelope_schema`); without them decode finds them
     in a Spark job of its own. The projection's expressions are built once per table config and
     set of batch schemas, and reused by later batches (`plan_cache`). `stored`: the table's data
     columns (None for a new table), which decide how a decimal wider than 38 digits is converted.

@@ -27,7 +27,7 @@ from hudi_cdc.avro.registry import fetcher_for
 from hudi_cdc.avro.wire import avro_as_json, uses_avro
 from hudi_cdc.collapse import FoldResult, Truncation, fold
 from hudi_cdc.config import Config, TableConfig
-from hudi_cdc.decode import DecodeResult, decode
+from hudi_cdc.decode import ENVELOPE_COLUMNS, DecodeResult, decode, with_envelope
 from hudi_cdc.errors import CdcError, RelayoutError, SchemaChangeError, TableFailure
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat
@@ -92,7 +92,10 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     """Apply one micro-batch of Kafka records (Spark Kafka source rows) to every routed table."""
     started = time.monotonic()
     metrics = BatchMetrics(batch_id=ctx.batch_id)
-    routed = route(raw, ctx.config).persist()
+    # JSON values' envelope parts are found once, as the batch is read, for the survey and decode
+    json_tables = [t.name for t in ctx.config.tables if not uses_avro(t)]
+    read_envelope = F.col(TABLE_COLUMN).isin(*json_tables) if json_tables else F.lit(False)
+    routed = with_envelope(route(raw, ctx.config), read_envelope).persist()
     try:
         # tables typed by their JSON envelopes: the survey finds their schemas for decode
         enveloped = [t.name for t in ctx.config.tables if t.mode != "patch" and not uses_avro(t)]
@@ -460,7 +463,8 @@ def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataF
     registry = ctx.config.schema_registry
     if not uses_avro(table) or registry is None:  # config validation requires a registry for Avro tables
         return records
-    return avro_as_json(records, table, fetcher_for(registry))
+    # the envelope columns describe the Avro bytes: decode finds the JSON's own
+    return avro_as_json(records.drop(*ENVELOPE_COLUMNS), table, fetcher_for(registry))
 
 
 def _count_unapplied(decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext) -> None:

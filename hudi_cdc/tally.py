@@ -22,11 +22,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.collapse import Truncation
-from hudi_cdc.decode import ENVELOPE_SCHEMA, DecodeResult, with_envelope_schema
+from hudi_cdc.decode import DecodeResult, envelope_schema, has_envelope, with_envelope
 from hudi_cdc.decode_schema import SchemaUse, most_used_first
 from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
 from hudi_cdc.offsets import KafkaRange
 from hudi_cdc.routing import TABLE_COLUMN
+
+_ENVELOPE_SCHEMA = "__envelope_schema"
+"""The survey's column: a record's envelope schema text."""
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,17 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
     """Per table (None: records no route takes): records read, tombstones, Kafka range.
 
     For the tables named in `schemas_of` (JSON tables typed by their envelopes) the same job also
-    finds their distinct envelope schemas, which decode would otherwise find in a job per table.
+    finds their distinct envelope schemas, which decode would otherwise find in a job per table:
+    from `with_envelope`'s columns when `routed` has them (the pipeline finds them once for the
+    survey and decode), else parsed here.
     """
-    with_schema = (
-        with_envelope_schema(routed, F.col(TABLE_COLUMN).isin(*schemas_of))
-        if schemas_of
-        else routed.withColumn(ENVELOPE_SCHEMA, F.lit(None).cast("string"))
-    )
+    if schemas_of and not has_envelope(routed):
+        routed = with_envelope(routed, F.col(TABLE_COLUMN).isin(*schemas_of))
+    schema = F.when(F.col(TABLE_COLUMN).isin(*schemas_of), envelope_schema()) if schemas_of else F.lit(None)
+    with_schema = routed.withColumn(_ENVELOPE_SCHEMA, schema.cast("string"))
     newest = F.max("timestamp") if "timestamp" in routed.columns else F.lit(None)
     rows = (
-        with_schema.groupBy(TABLE_COLUMN, "topic", "partition", ENVELOPE_SCHEMA)
+        with_schema.groupBy(TABLE_COLUMN, "topic", "partition", _ENVELOPE_SCHEMA)
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col("value").isNull().cast("int")).alias("tombstones"),
@@ -74,7 +78,7 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
         first[partition] = min(int(row["lo"]), first.get(partition, int(row["lo"])))
         last[partition] = max(int(row["hi"]), last.get(partition, int(row["hi"])))
         tables[name] = (read + int(row["n"]), tombstones + int(row["tombstones"] or 0), kafka)
-        text = row[ENVELOPE_SCHEMA]
+        text = row[_ENVELOPE_SCHEMA]
         if text is not None:
             use = SchemaUse(text, int(row["n"]), row["ts"], int(row["hi"]))
             known = uses.setdefault(name, {})

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from hudi_cdc.config import TableConfig
-from hudi_cdc.decode import decode
+from hudi_cdc.decode import decode, with_envelope
 from hudi_cdc.events import OP, ORDER, Op
 from hudi_cdc.lineage import release
 from hudi_cdc.routing import TABLE_COLUMN
@@ -108,14 +108,23 @@ def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_sam
     assert (received["t"].read, received["t"].tombstones) == (12, 1)
     assert received["t"].kafka.first == {"s.d.t": {"0": 0, "1": 5}} and received["t"].kafka.last == {"s.d.t": {"0": 4, "1": 11}}
 
+    # as the pipeline runs it: the envelope parts found once, with the batch, for the survey and decode
+    enveloped = with_envelope(routed, F.col(TABLE_COLUMN) == "t")
+    assert survey(enveloped, schemas_of=["t"]) == received
+    once = enveloped.filter(F.col(TABLE_COLUMN) == "t").drop(TABLE_COLUMN)
+    plan = decode(once, table, envelopes=received["t"].envelopes).parsed._jdf.queryExecution().analyzed()
+    assert plan.toString().count("json_tuple(") == 1  # with_envelope's: decode reads its columns
+
     surveyed = decode(raw, table, envelopes=received["t"].envelopes).cached()
     found = decode(raw, table).cached()
+    parsed_once = decode(once, table, envelopes=received["t"].envelopes).cached()
     try:
-        assert surveyed.schema == found.schema and "age" in surveyed.schema.fieldNames()
+        assert surveyed.schema == found.schema == parsed_once.schema and "age" in surveyed.schema.fieldNames()
         for part in ("events", "rejects", "skipped"):
-            ours, theirs = getattr(surveyed, part), getattr(found, part)
-            assert ours.count() == theirs.count() and ours.exceptAll(theirs).isEmpty(), part
+            theirs = getattr(found, part)
+            for ours in (getattr(surveyed, part), getattr(parsed_once, part)):
+                assert ours.count() == theirs.count() and ours.exceptAll(theirs).isEmpty(), part
         assert (surveyed.events.count(), surveyed.rejects.count(), surveyed.skipped.count()) == (9, 1, 1)
     finally:
-        release(surveyed.parsed)
-        release(found.parsed)
+        for result in (surveyed, found, parsed_once):
+            release(result.parsed)
