@@ -1,0 +1,108 @@
+"""CPU of a batch's read side: persist the routed rows, survey them, decode them; the envelope
+parsed twice (in the survey and in decode) against once (as the batch is persisted). No Hudi, no Kafka.
+
+    python -m devkit.bench.envelope_cost                  # 100,000 snapshot events, 3 timed rounds
+    python -m devkit.bench.envelope_cost --events 200000 --rounds 5
+
+The events are the bench's `accounts` snapshot reads, written once to Parquet under
+build/bench/envelope-cost/ (a Python list that large would not fit in one Spark task) and read
+back as persisted Kafka source rows. Each round runs both ways alternately after two warm-up
+rounds each, and prints the CPU seconds (this process and its JVM) of the persist-and-survey job
+and of the whole round (BENCHMARKS.md, "eighteenth round").
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import statistics
+import sys
+from pathlib import Path
+
+import psutil
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.workloads import SOURCE, records, snapshot_changes
+from hudi_cdc.config import Config, parse_config
+from hudi_cdc.decode import decode, with_envelope
+from hudi_cdc.lineage import release
+from hudi_cdc.routing import TABLE_COLUMN, route
+from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.tally import survey
+
+_KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+_CHUNK = 20_000
+WARM_UP = 2
+WAYS = ("twice", "once")
+
+
+def _kafka_rows(spark: SparkSession, events: int) -> DataFrame:
+    """The snapshot's Kafka rows, one partition like one topic partition's batch, persisted."""
+    path = Path("build/bench/envelope-cost") / f"snapshot-{events}"
+    if not (path / "_SUCCESS").exists():
+        numbered = enumerate(records(SOURCE, snapshot_changes(events)))
+        t0 = dt.datetime(2026, 11, 1)
+        mode = "overwrite"
+        while chunk := [(k, v, SOURCE.topic, 0, o, t0) for o, (k, v) in itertools.islice(numbered, _CHUNK)]:
+            spark.createDataFrame(chunk, _KAFKA_COLUMNS).write.mode(mode).parquet(str(path))
+            mode = "append"
+    raw = spark.read.parquet(str(path)).repartition(1).persist()
+    raw.count()
+    return raw
+
+
+def _one_round(raw: DataFrame, config: Config, way: str) -> tuple[float, float]:
+    """CPU seconds of (persist + survey, the whole round), parsing the envelope `way`."""
+    me = psutil.Process()
+    before = tree_cpu_seconds(me)
+    routed = route(raw, config)
+    if way == "once":
+        routed = with_envelope(routed, F.col(TABLE_COLUMN).isin("accounts"))
+    routed = routed.persist()
+    received = survey(routed, schemas_of=["accounts"])["accounts"]
+    surveyed = tree_cpu_seconds(me)
+    records_ = routed.filter(F.col(TABLE_COLUMN) == "accounts").drop(TABLE_COLUMN)
+    decoded = decode(records_, config.tables[0], envelopes=received.envelopes).cached()
+    decoded.parsed.write.format("noop").mode("overwrite").save()
+    release(decoded.parsed)
+    routed.unpersist()
+    return surveyed - before, tree_cpu_seconds(me) - before
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devkit.bench.envelope_cost", description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000, help="snapshot events per round")
+    parser.add_argument("--rounds", type=int, default=3, help=f"timed rounds of each, after {WARM_UP} warm-up rounds")
+    args = parser.parse_args(argv)
+    spark = get_or_create_session(app_name="bench-envelope-cost", extra_conf={"spark.master": "local[2]"})
+    spark.sparkContext.setLogLevel("ERROR")
+    config = parse_config({
+        "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted
+        "job": {"name": "bench-envelope-cost", "checkpoint_dir": "/unused/cp", "dead_letter_path": "/unused/dl"},
+        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
+        "tables": [{"name": "accounts", "key": ["id"], "base_path": "/unused/accounts"}],
+    })  # fmt: skip
+    raw = _kafka_rows(spark, args.events)
+    spent: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
+    for round_ in range(WARM_UP + args.rounds):
+        for way in WAYS:
+            cpu = _one_round(raw, config, way)
+            if round_ >= WARM_UP:
+                spent[way].append(cpu)
+    spark.stop()
+    print(f"{args.events:,} snapshot events, {args.rounds} rounds after {WARM_UP} warm-up rounds (CPU s of the process tree)")
+    for way, rounds in spent.items():
+        totals = [total for _, total in rounds]
+        median = statistics.median(totals)
+        print(f"  envelope parsed {way:5s}: persist+survey {statistics.median(s for s, _ in rounds):.2f} s; "
+              f"round {', '.join(f'{t:.2f}' for t in totals)} s; median {median:.2f} s = "
+              f"{median / args.events * 1e6:.0f} µs per event")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
