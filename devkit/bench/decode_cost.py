@@ -34,7 +34,7 @@ import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.jobs import plain_rows
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.workloads import SOURCE, records, update_changes
-from hudi_cdc.config import parse_config
+from hudi_cdc.config import Config, parse_config
 from hudi_cdc.decode import decode
 from hudi_cdc.spark_session import get_or_create_session, jvm
 
@@ -51,6 +51,17 @@ PROFILED_FRAMES = {
 }
 """Frames (class.method) whose inclusive share of the samples `--jfr` prints, and what they are."""
 _FRAME = re.compile(r"^\s+([\w$.<>/]+)\(", re.MULTILINE)
+
+
+def offline_config(job: str) -> Config:
+    """A job config routing the bench's `accounts` topic to a table, for benches that hand Spark
+    rows to the pipeline's steps: its Kafka, checkpoint and table paths are never used."""
+    return parse_config({
+        "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted
+        "job": {"name": job, "checkpoint_dir": "/unused/cp", "dead_letter_path": "/unused/dl"},
+        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
+        "tables": [{"name": "accounts", "key": ["id"], "base_path": "/unused/accounts"}],
+    })  # fmt: skip
 
 
 def _kafka_rows(spark: SparkSession, events: int) -> DataFrame:
@@ -126,12 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spark = get_or_create_session(app_name="bench-decode-cost", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
-    table = parse_config({
-        "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted
-        "job": {"name": "bench-decode-cost", "checkpoint_dir": "/unused/cp", "dead_letter_path": "/unused/dl"},
-        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
-        "tables": [{"name": "accounts", "key": ["id"], "base_path": "/unused/accounts"}],
-    }).tables[0]  # fmt: skip
+    table = offline_config("bench-decode-cost").tables[0]
     raw = _kafka_rows(spark, args.events)
     jobs: dict[str, Callable[[], DataFrame]] = {
         "hudi_cdc decode": lambda: decode(raw, table).classified,

@@ -25,9 +25,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench.decode_cost import offline_config
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.workloads import SOURCE, records, snapshot_changes
-from hudi_cdc.config import Config, parse_config
+from hudi_cdc.config import Config
 from hudi_cdc.decode import decode, with_envelope
 from hudi_cdc.lineage import release
 from hudi_cdc.routing import TABLE_COLUMN, route
@@ -80,12 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spark = get_or_create_session(app_name="bench-envelope-cost", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
-    config = parse_config({
-        "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted
-        "job": {"name": "bench-envelope-cost", "checkpoint_dir": "/unused/cp", "dead_letter_path": "/unused/dl"},
-        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
-        "tables": [{"name": "accounts", "key": ["id"], "base_path": "/unused/accounts"}],
-    })  # fmt: skip
+    config = offline_config("bench-envelope-cost")
     raw = _kafka_rows(spark, args.events)
     spent: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
     for round_ in range(WARM_UP + args.rounds):
