@@ -448,6 +448,19 @@ def test_source_with_only_ts_ms_orders_by_it(spark: SparkSession) -> None:
     assert (event["_cdc_source"], event["_cdc_ts_ms"]) == ("1718000000001", 1718000000001)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug (session 47): decode extracts `after` as JSON text with Spark's JSON functions, whose "
+    "copy re-writes a JSON number through a double, so a declared decimal loses digits past 17",
+)
+def test_a_json_number_with_more_digits_than_a_double_keeps_them_in_a_declared_decimal(spark: SparkSession) -> None:
+    value = {"op": "c", "ts_ms": 1, "source": {"file": "mysql-bin.000001", "pos": 5, "ts_ms": 1}}
+    text = json.dumps(value)[:-1] + ', "after": {"id": 1, "amount": 12345678901234567890.123}}'
+    table = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": "int", "amount": "decimal(38,3)"})
+    (event,) = decode_cached(kafka_rows(spark, [(b'{"id": 1}', text.encode())]), table).events.collect()
+    assert event["amount"] == Decimal("12345678901234567890.123")
+
+
 def test_ordering_column_timestamp_uses_epoch_micros(spark: SparkSession) -> None:
     table = CUSTOMERS_TABLE.model_copy(update={"ordering": "updated_at"})
     late = {**ANNE, "updated_at": dt.datetime(1969, 12, 31, 23, 59, 59, 999999)}
