@@ -303,6 +303,34 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
     ]
 
 
+def _typed_image(table: TableConfig, wire: StructType) -> Column:
+    """Each record's image (`_change_envelope`'s) parsed as the struct `wire`, from the text the
+    record came in.
+
+    Why not from the image's own text: Spark copies a JSON object out of its parent (a string
+    field of `from_json`, `json_tuple`) by re-writing it, and writes a JSON number with a fraction
+    through a double, so `12345678901234567890.123` would arrive as `1.2345678901234567E19` in a
+    decimal column. Parsed in place, every digit reaches the decimal. Where one value does not
+    convert and spark.sql.json.enablePartialResults is off (it is on by default in Spark 3.5),
+    Spark drops the whole nested image; the image's text is then parsed alone, for the
+    per-column NULLs the bad-value check names (such a record is rejected, so the copy's
+    rounding never lands).
+    """
+    alone = F.from_json(F.col(_IMAGE), wire)
+    if table.mode == "flattened":
+        return alone  # the image is the row's whole text already
+    payload = F.col(_PAYLOAD)
+
+    def field_of(name: str) -> Column:
+        return F.from_json(payload, StructType([StructField(name, wire)]))[name]
+
+    if table.mode == "patch":
+        in_place = field_of(table.patch_field)
+    else:
+        in_place = F.when(F.col(f"{_ENV}.op") == Op.DELETE.value, field_of("before")).otherwise(field_of("after"))
+    return F.coalesce(in_place, alone)
+
+
 def _parsed_or_null(text: Column, schema: StructType) -> Column:
     """`from_json(text, schema)`, or a NULL of that type when it has no fields (parsing would find nothing)."""
     return F.from_json(text, schema) if schema.fields else F.lit(None).cast(schema)
@@ -436,7 +464,7 @@ def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *
     parses, values = typed_values(
         types,
         table,
-        image=F.col(_IMAGE),
+        typed_image=lambda wire: _typed_image(table, wire),
         key_json=_key_payload(),
         top=F.col(_TOP) if table.mode == "patch" else None,
         profile=F.col(_PROFILE),

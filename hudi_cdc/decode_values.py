@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -55,7 +56,7 @@ def typed_values(
     types: BatchTypes,
     table: TableConfig,
     *,
-    image: Column,
+    typed_image: Callable[[StructType], Column],
     key_json: Column,
     top: Column | None,
     profile: Column,
@@ -63,7 +64,8 @@ def typed_values(
     """Parse each record's image (and Kafka key) once per distinct wire struct; return typed values.
 
     Returns the parse columns to add to the records (one level, see `plan_cache.with_levels`) and the typed values over
-    them. `top` is the parsed top level of a patch message, whose key columns come before the Kafka key.
+    them. `typed_image(wire)` is each record's image parsed as that struct. `top` is the parsed top level of a patch
+    message, whose key columns come before the Kafka key.
     """
     parses: dict[str, Column] = {}
     wires: list[StructType] = []
@@ -80,7 +82,7 @@ def typed_values(
         users = [i for i, pj in enumerate(parse_of) if pj == j]
         # parse only the records of this wire struct (CASE evaluates one branch per row)
         only = profile.isin(*users) if len(users) < count else None
-        parsed = F.from_json(image, wire)
+        parsed = typed_image(wire)
         parses[f"{_TYPED}{j}"] = parsed if only is None else F.when(only, parsed)
         key_wire = StructType([f for f in wire.fields if f.name in table.key])
         if key_wire.fields:

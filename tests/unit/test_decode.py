@@ -448,17 +448,59 @@ def test_source_with_only_ts_ms_orders_by_it(spark: SparkSession) -> None:
     assert (event["_cdc_source"], event["_cdc_ts_ms"]) == ("1718000000001", 1718000000001)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (session 47): decode extracts `after` as JSON text with Spark's JSON functions, whose "
-    "copy re-writes a JSON number through a double, so a declared decimal loses digits past 17",
+WIDE = "12345678901234567890.123"
+"""More significant digits than a double holds (17)."""
+_SOURCE = '"source": {"file": "mysql-bin.000001", "pos": 5, "ts_ms": 1}'
+
+
+@pytest.mark.parametrize(
+    ("mode", "key", "value"),
+    [
+        ("full", ["id"], '{"op": "c", "ts_ms": 1, SOURCE, "after": {"id": 1, "amount": WIDE}}'),
+        # no Kafka key: a delete's key comes from its `before`
+        ("full", ["amount"], '{"op": "d", "ts_ms": 1, SOURCE, "before": {"id": 1, "amount": WIDE}, "after": null}'),
+        ("patch", ["id"], '{"id": 1, "ts": 7, "data": {"amount": WIDE}}'),
+    ],
+    ids=["after", "before of a delete", "patch"],
 )
-def test_a_json_number_with_more_digits_than_a_double_keeps_them_in_a_declared_decimal(spark: SparkSession) -> None:
-    value = {"op": "c", "ts_ms": 1, "source": {"file": "mysql-bin.000001", "pos": 5, "ts_ms": 1}}
-    text = json.dumps(value)[:-1] + ', "after": {"id": 1, "amount": 12345678901234567890.123}}'
-    table = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": "int", "amount": "decimal(38,3)"})
-    (event,) = decode_cached(kafka_rows(spark, [(b'{"id": 1}', text.encode())]), table).events.collect()
-    assert event["amount"] == Decimal("12345678901234567890.123")
+def test_a_json_number_with_more_digits_than_a_double_keeps_them_in_a_declared_decimal(
+    spark: SparkSession, mode: str, key: list[str], value: str
+) -> None:
+    table = TableConfig(
+        name="t", key=key, base_path="/unused", columns={"id": "int", "amount": "decimal(38,3)", "ts": "bigint"},
+        mode=mode, **({"ordering": "ts"} if mode == "patch" else {}),
+    )  # fmt: skip
+    kafka_key = b'{"id": 1}' if key == ["id"] else None
+    text = value.replace("SOURCE", _SOURCE).replace("WIDE", WIDE)
+    result = decode_cached(kafka_rows(spark, [(kafka_key, text.encode())]), table)
+    assert result.rejects.collect() == []
+    (event,) = result.events.collect()
+    assert event["amount"] == Decimal(WIDE)
+
+
+@pytest.mark.parametrize("partial_results", ["true", "false"])
+def test_one_bad_value_in_an_envelope_image_names_that_column_only(spark: SparkSession, partial_results: str) -> None:
+    """The image is typed in place (see the test above); a value that does not fit its wire type
+    must not take the image's other columns down with it in the reject's message, whether Spark
+    keeps a nested struct's other fields (Spark 3.5's default) or drops it."""
+    conf = "spark.sql.json.enablePartialResults"
+    previous = str(spark.conf.get(conf))
+    spark.conf.set(conf, partial_results)
+    try:
+        _one_bad_value_names_that_column_only(spark)
+    finally:
+        spark.conf.set(conf, previous)
+
+
+def _one_bad_value_names_that_column_only(spark: SparkSession) -> None:
+    source = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
+        Column("id", "int32"), Column("n", "int32"), Column("m", "int32")])  # fmt: skip
+    records = [source.change("c", after={"id": 1, "n": "many", "m": 2}), source.change("c", after={"id": 2, "n": 3, "m": 4})]
+    result = decode_cached(kafka_rows(spark, records, topic="s.d.t"), TableConfig(name="t", key=["id"], base_path="/x"))
+    (reject,) = result.rejects.collect()
+    assert reject["error_class"] == "BadValue"
+    assert "n (int)" in reject["error_message"] and "m (int)" not in reject["error_message"]
+    assert [(e["id"], e["n"], e["m"]) for e in result.events.collect()] == [(2, 3, 4)]
 
 
 def test_ordering_column_timestamp_uses_epoch_micros(spark: SparkSession) -> None:
