@@ -137,6 +137,11 @@ def checks(
     op, present, raw_map = record.op, record.present, record.raw_map
     # an Avro record that could not be read (avro/wire.py) is not JSON at all: its reason comes first
     wire = [(wire_error.isNotNull(), "AvroDecodeError", wire_error)] if wire_error is not None else []
+    unusable_profiles = [i for i, p in enumerate(types.profiles) if p.unusable]
+    unusable = [
+        (record.profile.isin(*unusable_profiles), "BadSchema",
+         F.lit("the envelope's `schema` is not a Kafka Connect schema (a JSON object); fix the producer's converter"))
+    ] if unusable_profiles else []  # fmt: skip
 
     # a present column whose JSON value is not NULL but whose conversion is
     def in_image(name: str) -> Column:
@@ -161,6 +166,7 @@ def checks(
          F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
         (F.json_object_keys(record.payload).isNull(), "MalformedJson",
          F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
+        *unusable,
         (~record.has_envelope & F.lit(not table.columns and table.mode != "patch"), "NoSchema",
          F.lit(f"no schema envelope and table {table.name} declares no `columns`: declare `columns` "
                "(column: Spark SQL type) or set value.converter.schemas.enable=true")),

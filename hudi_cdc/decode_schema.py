@@ -48,6 +48,8 @@ class Profile:
     envelope: str | None
     """The envelope's `schema` JSON text; None for records without an envelope (declared columns)."""
     columns: dict[str, ColumnType]
+    unusable: bool = False
+    """The `schema` is not a Connect schema (not JSON, or not an object): its records are rejected."""
 
     @property
     def wire(self) -> StructType:
@@ -113,17 +115,27 @@ def declared_columns(table: TableConfig) -> dict[str, ColumnType]:
     return types
 
 
-def _envelope_columns(text: str, stored: StructType | None, table: TableConfig) -> dict[str, ColumnType]:
+def _connect_schema(text: str) -> dict[str, Any] | None:
+    """The Connect schema an envelope's `schema` text holds: a JSON object, else None."""
+    try:
+        schema: Any = json.loads(text)
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) else None
+
+
+def _envelope_profile(text: str, stored: StructType | None, table: TableConfig) -> Profile:
     """The columns an envelope schema types: its `after` struct's fields, or, for a flattened row
     (ExtractNewRecordState), its own fields but the metadata the SMT adds. A decimal wider than
     38 digits is converted for the type the table stores it as (`WideDecimal.held_in`)."""
-    schema: Any = json.loads(text)
-    flattened = table.mode == "flattened"
-    if not isinstance(schema, dict) or (flattened and is_passed_through_schema(schema)):
-        return {}  # a record the SMT passed through types no column of the table
-    fields = flat_fields(schema, table.flattened_prefix) if flattened else row_fields(schema)
+    schema = _connect_schema(text)
+    if schema is None:
+        return Profile(text, {}, unusable=True)
+    if table.mode == "flattened" and is_passed_through_schema(schema):
+        return Profile(text, {})  # a record the SMT passed through types no column of the table
+    fields = flat_fields(schema, table.flattened_prefix) if table.mode == "flattened" else row_fields(schema)
     columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
-    return {name: _held(column, name, stored) for name, column in columns.items()}
+    return Profile(text, {name: _held(column, name, stored) for name, column in columns.items()})
 
 
 def _held(column: ColumnType, name: str, stored: StructType | None) -> ColumnType:
@@ -194,7 +206,7 @@ def batch_types(table: TableConfig, envelopes: list[str], stored: StructType | N
     declared = {name: _held(column, name, stored) for name, column in declared_columns(table).items()}
     profiles = [Profile(None, declared)]
     if table.mode != "patch":
-        profiles += [Profile(text, _envelope_columns(text, stored, table)) for text in envelopes]
+        profiles += [_envelope_profile(text, stored, table) for text in envelopes]
     # declared types are the table owner's explicit choice; otherwise the most used schema decides,
     # unless another one is wider (int32 then int64 in one batch): then every value still fits
     target: dict[str, DataType] = {name: t.spark for name, t in declared.items()}

@@ -613,6 +613,11 @@ BAD: dict[str, tuple[bytes, str, str]] = {
     "negative-lsn": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"lsn": -1, "ts_ms": 1}}).encode(), "BadOrder", "malformed source position"),
     "bad-sequence": (json.dumps({"op": "c", "after": {"id": 1}, "source": {"lsn": 10, "sequence": "[\"x\",\"10\"]", "ts_ms": 1}}).encode(), "BadOrder", "source.sequence"),
     "negative-ts-ms": (json.dumps({"op": "c", "after": {"id": 1}, "ts_ms": -3}).encode(), "BadOrder", "malformed source position"),
+    "schema-not-json": (b'{"schema": "text", "payload": {"op": "c", "after": {"id": 1}, "ts_ms": 1}}', "BadSchema", "not a Kafka Connect schema"),
+    "schema-not-an-object": (b'{"schema": 7, "payload": {"op": "c", "after": {"id": 1}, "ts_ms": 1}}', "BadSchema", "not a Kafka Connect schema"),
+    # compact, as JsonConverter writes it
+    "compact-schema-not-json": (b'{"schema":{"type":"struct",oops},"payload":{"op":"c","after":{"id":1},"ts_ms":1}}', "MalformedJson", "not a JSON object"),
+    "compact-payload-not-json": (b'{"schema":{"type":"struct","fields":[]},"payload":{"op":"c","after":{"id":1},"ts_ms":}', "MalformedJson", "not a JSON object"),
 }  # fmt: skip
 
 
