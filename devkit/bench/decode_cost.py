@@ -89,7 +89,7 @@ def frame_shares(printed: str) -> tuple[int, Counter[str]]:
     return len(samples), inside
 
 
-def _one_round(spark: SparkSession, build: Callable[[], DataFrame], recording: Path | None) -> float:
+def one_round(spark: SparkSession, build: Callable[[], DataFrame], recording: Path | None) -> float:
     """CPU seconds of writing `build()` to the `noop` sink, recorded with the Flight Recorder to `recording` if given."""
 
     def write() -> None:
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.jfr and round_ >= WARM_UP and name == "hudi_cdc decode":
                 recording = args.jfr.with_name(f"{args.jfr.stem}-{round_}{args.jfr.suffix}")
                 recordings.append(recording)
-            cpu = _one_round(spark, build, recording)
+            cpu = one_round(spark, build, recording)
             if round_ >= WARM_UP:
                 spent[name].append(cpu)
     if recordings:

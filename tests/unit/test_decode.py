@@ -460,8 +460,9 @@ _SOURCE = '"source": {"file": "mysql-bin.000001", "pos": 5, "ts_ms": 1}'
         # no Kafka key: a delete's key comes from its `before`
         ("full", ["amount"], '{"op": "d", "ts_ms": 1, SOURCE, "before": {"id": 1, "amount": WIDE}, "after": null}'),
         ("patch", ["id"], '{"id": 1, "ts": 7, "data": {"amount": WIDE}}'),
+        ("flattened", ["id"], '{"id": 1, "amount": WIDE, "__op": "c", "__source_ts_ms": 1}'),
     ],
-    ids=["after", "before of a delete", "patch"],
+    ids=["after", "before of a delete", "patch", "flattened"],
 )
 def test_a_json_number_with_more_digits_than_a_double_keeps_them_in_a_declared_decimal(
     spark: SparkSession, mode: str, key: list[str], value: str

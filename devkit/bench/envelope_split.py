@@ -1,0 +1,110 @@
+"""CPU of splitting a Connect envelope into its `schema` and `payload` texts, by each means Spark
+SQL offers: one JSON parse (`json_tuple`, what decode does) or a cut by position. No Hudi, no Kafka.
+
+    python -m devkit.bench.envelope_split                  # 100,000 update events, 3 timed rounds
+    python -m devkit.bench.envelope_split --events 200000 --rounds 5
+
+The values are the bench's `accounts` updates written compact, as Kafka Connect's JsonConverter
+writes them (`{"schema":...,"payload":...}`, no spaces), so a cut at the first `,"payload":` finds
+both parts. Each way writes the rows with the two texts to Spark's `noop` sink; `text` only casts
+the value, the floor every way pays. They run alternately after two warm-up rounds each, and the
+CPU seconds (this process and its JVM) per round and per event above the floor are printed
+(BENCHMARKS.md, "nineteenth round"). Why it exists: the cut was built and measured, and did not
+pay for itself; this is how to measure it again on another Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench.decode_cost import WARM_UP, one_round
+from devkit.bench.workloads import SOURCE, records, update_changes
+from hudi_cdc.spark_session import get_or_create_session
+
+_KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+_HEAD = '{"schema":'
+_PAYLOAD_KEY = ',"payload":'
+
+
+def _compact(value: bytes | None) -> bytes | None:
+    return json.dumps(json.loads(value), separators=(",", ":")).encode() if value is not None else None
+
+
+def _kafka_rows(spark: SparkSession, events: int) -> DataFrame:
+    t0 = dt.datetime(2026, 11, 1)
+    changes = records(SOURCE, update_changes(events, events))
+    rows = [(k, _compact(v), SOURCE.topic, 0, o, t0) for o, (k, v) in enumerate(changes)]
+    raw = spark.createDataFrame(rows, _KAFKA_COLUMNS).repartition(2).persist()
+    raw.count()
+    return raw
+
+
+def _byte_cut(text: Column) -> tuple[Column, Column]:
+    """Positions in bytes: `substring_index` and `octet_length` never walk the text by character."""
+    at = F.octet_length(F.substring_index(text, _PAYLOAD_KEY, 1))
+    octets = text.cast("binary")
+    schema = octets.substr(F.lit(len(_HEAD) + 1), at - len(_HEAD)).cast("string")
+    start = at + len(_PAYLOAD_KEY) + 1
+    return schema, octets.substr(start, F.octet_length(text) - start).cast("string")
+
+
+def _character_cut(text: Column) -> tuple[Column, Column]:
+    """Positions in characters (`locate`, `substr` of a string): each use walks the UTF-8 text."""
+    at = F.locate(_PAYLOAD_KEY, text)
+    start = at + len(_PAYLOAD_KEY)
+    return text.substr(F.lit(len(_HEAD) + 1), at - len(_HEAD) - 1), text.substr(start, F.length(text) - start)
+
+
+def _ways(raw: DataFrame) -> dict[str, Callable[[], DataFrame]]:
+    text = F.col("value").cast("string")
+    with_text = raw.select("*", text.alias("text"))
+    parts = {"byte cut": _byte_cut(F.col("text")), "character cut": _character_cut(F.col("text"))}
+    ways: dict[str, Callable[[], DataFrame]] = {
+        "text": lambda: with_text,
+        "json_tuple": lambda: with_text.select("*", F.json_tuple("text", "schema", "payload")),
+        "from_json": lambda: with_text.select("*", F.from_json("text", "schema string, payload string").alias("parts")),
+    }
+    for name, (schema, payload) in parts.items():
+        ways[name] = _selecting(with_text, schema, payload)
+    return ways
+
+
+def _selecting(rows: DataFrame, schema: Column, payload: Column) -> Callable[[], DataFrame]:
+    return lambda: rows.select("*", schema.alias("schema"), payload.alias("payload"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devkit.bench.envelope_split", description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000, help="update events per round")
+    parser.add_argument("--rounds", type=int, default=3, help=f"timed rounds of each, after {WARM_UP} warm-up rounds")
+    args = parser.parse_args(argv)
+    spark = get_or_create_session(app_name="bench-envelope-split", extra_conf={"spark.master": "local[2]"})
+    spark.sparkContext.setLogLevel("ERROR")
+    raw = _kafka_rows(spark, args.events)
+    ways = _ways(raw)
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    for round_ in range(WARM_UP + args.rounds):
+        for name, build in ways.items():
+            spent = one_round(spark, build, None)
+            if round_ >= WARM_UP:
+                seconds[name].append(spent)
+    print(f"{args.events:,} compact update events, {args.rounds} rounds after {WARM_UP} warm-up rounds (CPU s of the process tree)")
+    floor = statistics.median(seconds["text"])
+    for name, spent in seconds.items():
+        median = statistics.median(spent)
+        above = "" if name == "text" else f", {(median - floor) / args.events * 1e6:.0f} µs per event above `text`"
+        print(f"  {name:14s} {', '.join(f'{s:.2f}' for s in spent)} s; median {median:.2f} s{above}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
