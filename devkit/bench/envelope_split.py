@@ -99,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
                 seconds[name].append(spent)
     print(f"{args.events:,} compact update events, {args.rounds} rounds after {WARM_UP} warm-up rounds (CPU s of the process tree)")
     floor = statistics.median(seconds["text"])
-    for name, spent in seconds.items():
-        median = statistics.median(spent)
+    for name, rounds in seconds.items():
+        median = statistics.median(rounds)
         above = "" if name == "text" else f", {(median - floor) / args.events * 1e6:.0f} µs per event above `text`"
-        print(f"  {name:14s} {', '.join(f'{s:.2f}' for s in spent)} s; median {median:.2f} s{above}")
+        print(f"  {name:14s} {', '.join(f'{s:.2f}' for s in rounds)} s; median {median:.2f} s{above}")
     return 0
 
 
