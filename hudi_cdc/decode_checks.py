@@ -129,6 +129,16 @@ def any_true(conditions: list[Column]) -> Column:
     return reduce(operator.or_, conditions) if conditions else F.lit(False)
 
 
+def _bad_schema(types: BatchTypes, profile: Column) -> list[Check]:
+    """Records whose envelope schema types nothing (`Profile.problem`), with its reason."""
+    unusable = [(i, p.problem) for i, p in enumerate(types.profiles) if p.problem]
+    message = F.lit(None).cast("string")
+    for i, problem in unusable:
+        text = f"the envelope's `schema` is not a Kafka Connect schema ({problem}); fix the producer's converter"
+        message = F.when(profile == i, F.lit(text)).otherwise(message)
+    return [(message.isNotNull(), "BadSchema", message)] if unusable else []
+
+
 def checks(
     table: TableConfig, types: BatchTypes, values: Values, record: Record, order: Order,
     wire_error: Column | None = None,
@@ -137,11 +147,7 @@ def checks(
     op, present, raw_map = record.op, record.present, record.raw_map
     # an Avro record that could not be read (avro/wire.py) is not JSON at all: its reason comes first
     wire = [(wire_error.isNotNull(), "AvroDecodeError", wire_error)] if wire_error is not None else []
-    unusable_profiles = [i for i, p in enumerate(types.profiles) if p.unusable]
-    unusable = [
-        (record.profile.isin(*unusable_profiles), "BadSchema",
-         F.lit("the envelope's `schema` is not a Kafka Connect schema (a JSON object); fix the producer's converter"))
-    ] if unusable_profiles else []  # fmt: skip
+    unusable = _bad_schema(types, record.profile)
 
     # a present column whose JSON value is not NULL but whose conversion is
     def in_image(name: str) -> Column:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,8 @@ DECLARED = 0
 SOURCE_TYPE = "source_type"
 """Metadata of a decoded column (`BatchTypes.schema`): its integer type at the source, when that
 is narrower than the `int` it is stored as (`debezium_types.storable`): `int8` or `int16`."""
+log = logging.getLogger(__name__)
+
 NARROW_INTEGERS = ("int8", "int16")
 """Connect's integer types stored as `int`, narrowest first."""
 
@@ -48,8 +51,9 @@ class Profile:
     envelope: str | None
     """The envelope's `schema` JSON text; None for records without an envelope (declared columns)."""
     columns: dict[str, ColumnType]
-    unusable: bool = False
-    """The `schema` is not a Connect schema (not JSON, or not an object): its records are rejected."""
+    problem: str | None = None
+    """Why the `schema` types nothing (not JSON, not an object, not a Connect schema): its
+    records are rejected with it (BadSchema)."""
 
     @property
     def wire(self) -> StructType:
@@ -130,12 +134,20 @@ def _envelope_profile(text: str, stored: StructType | None, table: TableConfig) 
     38 digits is converted for the type the table stores it as (`WideDecimal.held_in`)."""
     schema = _connect_schema(text)
     if schema is None:
-        return Profile(text, {}, unusable=True)
-    if table.mode == "flattened" and is_passed_through_schema(schema):
-        return Profile(text, {})  # a record the SMT passed through types no column of the table
-    fields = flat_fields(schema, table.flattened_prefix) if table.mode == "flattened" else row_fields(schema)
-    columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
-    return Profile(text, {name: _held(column, name, stored) for name, column in columns.items()})
+        return Profile(text, {}, problem="it is not a JSON object")
+    try:
+        if table.mode == "flattened" and is_passed_through_schema(schema):
+            return Profile(text, {})  # a record the SMT passed through types no column of the table
+        fields = flat_fields(schema, table.flattened_prefix) if table.mode == "flattened" else row_fields(schema)
+        columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
+        profile = Profile(text, {name: _held(column, name, stored) for name, column in columns.items()})
+        profile.wire  # noqa: B018  (Spark checks the struct as it is built)
+        return profile
+    except Exception as exc:
+        # a schema is producer input like the payload: whatever it holds rejects its own
+        # records, and never stops the batch (it is read here, on the driver)
+        log.warning("table %s: an envelope schema is not a Kafka Connect schema (%r): %s", table.name, exc, text[:200])
+        return Profile(text, {}, problem=f"{type(exc).__name__}: {exc}")
 
 
 def _held(column: ColumnType, name: str, stored: StructType | None) -> ColumnType:

@@ -622,6 +622,36 @@ BAD: dict[str, tuple[bytes, str, str]] = {
 }  # fmt: skip
 
 
+def _with_after(*fields: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": list(fields)}]}
+
+
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+ODD_SCHEMAS: dict[str, Any] = {
+    "fields not a list": {"type": "struct", "fields": 5},
+    "a field not an object": {"type": "struct", "fields": ["x"]},
+    "after's fields not a list": {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": 5}]},
+    "a decimal scale not a number": _with_after({"field": "id", "type": "bytes", "name": _DECIMAL, "parameters": {"scale": "x"}}),
+    "decimal parameters not an object": _with_after({"field": "id", "type": "bytes", "name": _DECIMAL, "parameters": "x"}),
+    "a struct field without a name": _with_after({"field": "name", "type": "struct", "fields": [{"type": "int32"}]}),
+    "array items not a schema": _with_after({"field": "name", "type": "array", "items": "x"}),
+    "a field name not a string": _with_after({"field": 7, "type": "int32"}),
+}
+
+
+def test_a_schema_that_is_json_but_not_a_connect_schema_rejects_its_records_only(spark: SparkSession) -> None:
+    """The schemas are read on the driver: each of these stopped the whole batch with a Python error."""
+    payload = {"op": "c", "ts_ms": 5, "after": {"id": 2, "name": "x"}}
+    odd = [(b'{"id": 2}', json.dumps({"schema": schema, "payload": payload}).encode()) for schema in ODD_SCHEMAS.values()]
+    result = decode_cached(kafka_rows(spark, [CUSTOMERS.change("c", after=ANNE), *odd]), DECLARED)
+    rejects = by_offset(result.rejects)
+    assert [e["id"] for e in result.events.collect()] == [ANNE["id"]]
+    assert sorted(rejects) == list(range(1, len(ODD_SCHEMAS) + 1))
+    for offset, reject in rejects.items():
+        assert reject["error_class"] == "BadSchema", list(ODD_SCHEMAS)[offset - 1]
+        assert "is not a Kafka Connect schema (" in reject["error_message"]
+
+
 @pytest.fixture(scope="module")
 def rejected(spark: SparkSession) -> tuple[dict[int, dict[str, Any]], int]:
     """The bad records (offsets 1..) decoded in one batch after one good record (offset 0)."""
