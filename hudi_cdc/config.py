@@ -21,6 +21,7 @@ from hudi_cdc.config_connector import ConnectorSection
 from hudi_cdc.config_env import substitute
 from hudi_cdc.durations import Duration
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.events import column_names_problem
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 ImageMode = Literal["full", "patch", "flattened"]
@@ -227,6 +228,9 @@ class TableConfig(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> TableConfig:
+        names_problem = column_names_problem(self.columns)
+        if names_problem:
+            raise ValueError(f"`columns`: {names_problem}")
         if self.columns:
             missing = [k for k in [*self.key, *self.partition_by] if k not in self.columns]
             if missing:

@@ -134,7 +134,7 @@ def _bad_schema(types: BatchTypes, profile: Column) -> list[Check]:
     unusable = [(i, p.problem) for i, p in enumerate(types.profiles) if p.problem]
     message = F.lit(None).cast("string")
     for i, problem in unusable:
-        text = f"the envelope's `schema` is not a Kafka Connect schema ({problem}); fix the producer's converter"
+        text = f"the envelope's `schema` cannot type the table: {problem}"
         message = F.when(profile == i, F.lit(text)).otherwise(message)
     return [(message.isNotNull(), "BadSchema", message)] if unusable else []
 

@@ -32,6 +32,7 @@ from hudi_cdc.debezium_types import (
 )
 from hudi_cdc.decode_flattened import is_passed_through_schema
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.events import column_names_problem
 
 DECLARED = 0
 """Index of the profile of records without an envelope (typed by TableConfig.columns)."""
@@ -52,8 +53,8 @@ class Profile:
     """The envelope's `schema` JSON text; None for records without an envelope (declared columns)."""
     columns: dict[str, ColumnType]
     problem: str | None = None
-    """Why the `schema` types nothing (not JSON, not an object, not a Connect schema): its
-    records are rejected with it (BadSchema)."""
+    """Why the `schema` types nothing (not a Connect schema, or columns a table cannot hold):
+    its records are rejected with it (BadSchema)."""
 
     @property
     def wire(self) -> StructType:
@@ -134,12 +135,15 @@ def _envelope_profile(text: str, stored: StructType | None, table: TableConfig) 
     38 digits is converted for the type the table stores it as (`WideDecimal.held_in`)."""
     schema = _connect_schema(text)
     if schema is None:
-        return Profile(text, {}, problem="it is not a JSON object")
+        return Profile(text, {}, problem="it is not a Kafka Connect schema (not a JSON object); fix the producer's converter")
     try:
         if table.mode == "flattened" and is_passed_through_schema(schema):
             return Profile(text, {})  # a record the SMT passed through types no column of the table
         fields = flat_fields(schema, table.flattened_prefix) if table.mode == "flattened" else row_fields(schema)
         columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
+        problem = column_names_problem(columns)
+        if problem:
+            return Profile(text, {}, problem=problem)
         profile = Profile(text, {name: _held(column, name, stored) for name, column in columns.items()})
         profile.wire  # noqa: B018  (Spark checks the struct as it is built)
         return profile
@@ -147,7 +151,8 @@ def _envelope_profile(text: str, stored: StructType | None, table: TableConfig) 
         # a schema is producer input like the payload: whatever it holds rejects its own
         # records, and never stops the batch (it is read here, on the driver)
         log.warning("table %s: an envelope schema is not a Kafka Connect schema (%r): %s", table.name, exc, text[:200])
-        return Profile(text, {}, problem=f"{type(exc).__name__}: {exc}")
+        problem = f"it is not a Kafka Connect schema ({type(exc).__name__}: {exc}); fix the producer's converter"
+        return Profile(text, {}, problem=problem)
 
 
 def _held(column: ColumnType, name: str, stored: StructType | None) -> ColumnType:

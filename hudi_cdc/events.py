@@ -13,6 +13,7 @@ Spark's max/max_by, the reference model and a Presto `ORDER BY _cdc_order` agree
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -67,6 +68,27 @@ KAFKA_OFFSET = "_kafka_offset"
 
 # Hudi's own delete marker for upserts.
 HOODIE_IS_DELETED = "_hoodie_is_deleted"
+
+RESERVED_PREFIXES = (CDC_PREFIX, "_kafka_", "_hoodie_", "__")
+"""Source column names that would collide: the framework's columns, Hudi's meta columns, and
+the working columns of decode and the fold (`__...`)."""
+
+
+def column_names_problem(names: Iterable[str]) -> str | None:
+    """Why a table cannot hold columns of these names, else None: a reserved prefix, or two
+    names equal but for case (Spark resolves column names ignoring case)."""
+    reserved = [n for n in names if n.startswith(RESERVED_PREFIXES)]
+    if reserved:
+        return (
+            f"column(s) {', '.join(map(repr, reserved))} start with a prefix hudi_cdc reserves "
+            f"({', '.join(RESERVED_PREFIXES)}); leave them out with the connector's column.exclude.list, or rename them"
+        )
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            return f"columns {other!r} and {name!r} differ only in case, and Spark resolves names ignoring case; rename one"
+    return None
 
 # ---- ORDER encoding -------------------------------------------------------------------------
 # One fixed-width string per event. The first character names the kind of position, then the

@@ -627,29 +627,43 @@ def _with_after(*fields: dict[str, Any]) -> dict[str, Any]:
 
 
 _DECIMAL = "org.apache.kafka.connect.data.Decimal"
-ODD_SCHEMAS: dict[str, Any] = {
-    "fields not a list": {"type": "struct", "fields": 5},
-    "a field not an object": {"type": "struct", "fields": ["x"]},
-    "after's fields not a list": {"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": 5}]},
-    "a decimal scale not a number": _with_after({"field": "id", "type": "bytes", "name": _DECIMAL, "parameters": {"scale": "x"}}),
-    "decimal parameters not an object": _with_after({"field": "id", "type": "bytes", "name": _DECIMAL, "parameters": "x"}),
-    "a struct field without a name": _with_after({"field": "name", "type": "struct", "fields": [{"type": "int32"}]}),
-    "array items not a schema": _with_after({"field": "name", "type": "array", "items": "x"}),
-    "a field name not a string": _with_after({"field": 7, "type": "int32"}),
-}
+_NOT_CONNECT = "is not a Kafka Connect schema ("
+ODD_SCHEMAS: dict[str, tuple[Any, str]] = {
+    "fields not a list": ({"type": "struct", "fields": 5}, _NOT_CONNECT),
+    "a field not an object": ({"type": "struct", "fields": ["x"]}, _NOT_CONNECT),
+    "after's fields not a list": ({"type": "struct", "fields": [{"field": "after", "type": "struct", "fields": 5}]}, _NOT_CONNECT),
+    "a decimal scale not a number": (_with_after({"field": "id", "type": "bytes", "name": _DECIMAL, "parameters": {"scale": "x"}}), _NOT_CONNECT),
+    "decimal parameters not an object": (_with_after({"field": "id", "type": "bytes", "name": _DECIMAL, "parameters": "x"}), _NOT_CONNECT),
+    "a struct field without a name": (_with_after({"field": "name", "type": "struct", "fields": [{"type": "int32"}]}), _NOT_CONNECT),
+    "array items not a schema": (_with_after({"field": "name", "type": "array", "items": "x"}), _NOT_CONNECT),
+    "a field name not a string": (_with_after({"field": 7, "type": "int32"}), _NOT_CONNECT),
+    # names the framework's own columns use: a source column of such a name would be overwritten
+    "a _cdc_ column": (_with_after({"field": "id", "type": "int32"}, {"field": "_cdc_order", "type": "string"}), "'_cdc_order' start with a prefix hudi_cdc reserves"),
+    "a Hudi meta column": (_with_after({"field": "id", "type": "int32"}, {"field": "_hoodie_commit_time", "type": "string"}), "'_hoodie_commit_time' start with"),
+    "a working column": (_with_after({"field": "id", "type": "int32"}, {"field": "__exists", "type": "boolean"}), "'__exists' start with"),
+    "names equal but for case": (_with_after({"field": "id", "type": "int32"}, {"field": "ID", "type": "int32"}), "'id' and 'ID' differ only in case"),
+}  # fmt: skip
 
 
-def test_a_schema_that_is_json_but_not_a_connect_schema_rejects_its_records_only(spark: SparkSession) -> None:
-    """The schemas are read on the driver: each of these stopped the whole batch with a Python error."""
+def test_a_schema_decode_cannot_use_rejects_its_records_only(spark: SparkSession) -> None:
+    """The schemas are read on the driver: each of these stopped the whole batch with a Python or
+    Spark error, or (reserved names) would have written a source value over the framework's own."""
     payload = {"op": "c", "ts_ms": 5, "after": {"id": 2, "name": "x"}}
-    odd = [(b'{"id": 2}', json.dumps({"schema": schema, "payload": payload}).encode()) for schema in ODD_SCHEMAS.values()]
+    odd = [(b'{"id": 2}', json.dumps({"schema": schema, "payload": payload}).encode()) for schema, _ in ODD_SCHEMAS.values()]
     result = decode_cached(kafka_rows(spark, [CUSTOMERS.change("c", after=ANNE), *odd]), DECLARED)
     rejects = by_offset(result.rejects)
     assert [e["id"] for e in result.events.collect()] == [ANNE["id"]]
     assert sorted(rejects) == list(range(1, len(ODD_SCHEMAS) + 1))
-    for offset, reject in rejects.items():
-        assert reject["error_class"] == "BadSchema", list(ODD_SCHEMAS)[offset - 1]
-        assert "is not a Kafka Connect schema (" in reject["error_message"]
+    for (case, (_, message)), offset in zip(ODD_SCHEMAS.items(), sorted(rejects), strict=True):
+        assert rejects[offset]["error_class"] == "BadSchema", case
+        assert "the envelope's `schema` cannot type the table: " in rejects[offset]["error_message"], case
+        assert message in rejects[offset]["error_message"], case
+
+
+@pytest.mark.parametrize("columns", [{"id": "int", "_cdc_op": "string"}, {"id": "int", "Id": "int"}])
+def test_declared_columns_a_table_cannot_hold_are_a_config_error(columns: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match=r"prefix hudi_cdc reserves|differ only in case"):
+        TableConfig(name="t", key=["id"], base_path="/x", columns=columns)
 
 
 @pytest.fixture(scope="module")
