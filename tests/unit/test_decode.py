@@ -647,7 +647,7 @@ ODD_SCHEMAS: dict[str, tuple[Any, str]] = {
 
 def test_a_schema_decode_cannot_use_rejects_its_records_only(spark: SparkSession) -> None:
     """The schemas are read on the driver: each of these stopped the whole batch with a Python or
-    Spark error, or (reserved names) would have written a source value over the framework's own."""
+    Spark error, or (reserved names) put a source column beside the framework's column of that name."""
     payload = {"op": "c", "ts_ms": 5, "after": {"id": 2, "name": "x"}}
     odd = [(b'{"id": 2}', json.dumps({"schema": schema, "payload": payload}).encode()) for schema, _ in ODD_SCHEMAS.values()]
     result = decode_cached(kafka_rows(spark, [CUSTOMERS.change("c", after=ANNE), *odd]), DECLARED)
