@@ -642,6 +642,8 @@ ODD_SCHEMAS: dict[str, tuple[Any, str]] = {
     "a Hudi meta column": (_with_after({"field": "id", "type": "int32"}, {"field": "_hoodie_commit_time", "type": "string"}), "'_hoodie_commit_time' start with"),
     "a working column": (_with_after({"field": "id", "type": "int32"}, {"field": "__exists", "type": "boolean"}), "'__exists' start with"),
     "names equal but for case": (_with_after({"field": "id", "type": "int32"}, {"field": "ID", "type": "int32"}), "'id' and 'ID' differ only in case"),
+    # Hudi's writer refuses them (org.apache.avro.SchemaParseException: Illegal character), failing the whole batch
+    "a name Avro refuses": (_with_after({"field": "id", "type": "int32"}, {"field": "first name", "type": "string"}, {"field": "order-id", "type": "int32"}), "'first name', 'order-id' are not names Hudi can store"),
 }  # fmt: skip
 
 
@@ -660,9 +662,11 @@ def test_a_schema_decode_cannot_use_rejects_its_records_only(spark: SparkSession
         assert message in rejects[offset]["error_message"], case
 
 
-@pytest.mark.parametrize("columns", [{"id": "int", "_cdc_op": "string"}, {"id": "int", "Id": "int"}])
+@pytest.mark.parametrize(
+    "columns", [{"id": "int", "_cdc_op": "string"}, {"id": "int", "Id": "int"}, {"id": "int", "a.b": "int"}]
+)
 def test_declared_columns_a_table_cannot_hold_are_a_config_error(columns: dict[str, str]) -> None:
-    with pytest.raises(ValueError, match=r"prefix hudi_cdc reserves|differ only in case"):
+    with pytest.raises(ValueError, match=r"prefix hudi_cdc reserves|differ only in case|not names Hudi can store"):
         TableConfig(name="t", key=["id"], base_path="/x", columns=columns)
 
 
