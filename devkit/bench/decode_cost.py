@@ -17,7 +17,6 @@ shares of the samples spent inside each of `PROFILED_FRAMES` are printed (BENCHM
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import re
 import statistics
@@ -33,13 +32,13 @@ from pyspark.sql import DataFrame, SparkSession
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.jobs import plain_rows
 from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, update_changes
 from hudi_cdc.config import Config, parse_config
 from hudi_cdc.decode import decode
-from hudi_cdc.spark_session import get_or_create_session, jvm
+from hudi_cdc.spark_session import jvm
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
-WARM_UP = 2
 PROFILED_FRAMES = {
     "JsonTuple.eval": "json_tuple: the envelope's schema and payload text",
     "JsonToStructs.nullSafeEval": "from_json: envelope, image, key",
@@ -128,32 +127,28 @@ def _print_profile(spark: SparkSession, paths: list[Path]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m devkit.bench.decode_cost", description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=40_000, help="update events decoded per round")
-    parser.add_argument("--rounds", type=int, default=3, help=f"timed rounds of each, after {WARM_UP} warm-up rounds")
+    parser = arguments("devkit.bench.decode_cost", __doc__ or "", events=40_000, what="update events decoded")
     parser.add_argument("--jfr", type=Path, default=None,
                         help="record each of hudi_cdc's timed rounds with the Flight Recorder (<stem>-<round>.jfr); "
                              "the recorder's own CPU is then in those rounds")  # fmt: skip
     args = parser.parse_args(argv)
-    spark = get_or_create_session(app_name="bench-decode-cost", extra_conf={"spark.master": "local[2]"})
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark("bench-decode-cost")
     table = offline_config("bench-decode-cost").tables[0]
     raw = _kafka_rows(spark, args.events)
     jobs: dict[str, Callable[[], DataFrame]] = {
         "hudi_cdc decode": lambda: decode(raw, table).classified,
         "plain parse": lambda: plain_rows(raw),
     }
-    spent: dict[str, list[float]] = {name: [] for name in jobs}
     recordings: list[Path] = []
-    for round_ in range(WARM_UP + args.rounds):
-        for name, build in jobs.items():
-            recording = None
-            if args.jfr and round_ >= WARM_UP and name == "hudi_cdc decode":
-                recording = args.jfr.with_name(f"{args.jfr.stem}-{round_}{args.jfr.suffix}")
-                recordings.append(recording)
-            cpu = one_round(spark, build, recording)
-            if round_ >= WARM_UP:
-                spent[name].append(cpu)
+
+    def run(name: str, timed: int | None) -> float:
+        recording = None
+        if args.jfr and timed is not None and name == "hudi_cdc decode":
+            recording = args.jfr.with_name(f"{args.jfr.stem}-{timed}{args.jfr.suffix}")
+            recordings.append(recording)
+        return one_round(spark, jobs[name], recording)
+
+    spent = alternately(jobs, args.rounds, run)
     if recordings:
         _print_profile(spark, recordings)
     spark.stop()

@@ -13,7 +13,6 @@ and of the whole round (BENCHMARKS.md, "eighteenth round").
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import itertools
 import statistics
@@ -27,17 +26,16 @@ from pyspark.sql import functions as F
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.decode_cost import offline_config
 from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, snapshot_changes
 from hudi_cdc.config import Config
 from hudi_cdc.decode import decode, with_envelope
 from hudi_cdc.lineage import release
 from hudi_cdc.routing import TABLE_COLUMN, route
-from hudi_cdc.spark_session import get_or_create_session
 from hudi_cdc.tally import survey
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 _CHUNK = 20_000
-WARM_UP = 2
 WAYS = ("twice", "once")
 
 
@@ -75,20 +73,11 @@ def _one_round(raw: DataFrame, config: Config, way: str) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m devkit.bench.envelope_cost", description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000, help="snapshot events per round")
-    parser.add_argument("--rounds", type=int, default=3, help=f"timed rounds of each, after {WARM_UP} warm-up rounds")
-    args = parser.parse_args(argv)
-    spark = get_or_create_session(app_name="bench-envelope-cost", extra_conf={"spark.master": "local[2]"})
-    spark.sparkContext.setLogLevel("ERROR")
+    args = arguments("devkit.bench.envelope_cost", __doc__ or "", events=100_000, what="snapshot events").parse_args(argv)
+    spark = local_spark("bench-envelope-cost")
     config = offline_config("bench-envelope-cost")
     raw = _kafka_rows(spark, args.events)
-    spent: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
-    for round_ in range(WARM_UP + args.rounds):
-        for way in WAYS:
-            cpu = _one_round(raw, config, way)
-            if round_ >= WARM_UP:
-                spent[way].append(cpu)
+    spent = alternately(WAYS, args.rounds, lambda way, _: _one_round(raw, config, way))
     spark.stop()
     print(f"{args.events:,} snapshot events, {args.rounds} rounds after {WARM_UP} warm-up rounds (CPU s of the process tree)")
     for way, rounds in spent.items():

@@ -15,7 +15,6 @@ pay for itself; this is how to measure it again on another Spark.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import statistics
@@ -26,9 +25,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
-from devkit.bench.decode_cost import WARM_UP, one_round
+from devkit.bench.decode_cost import one_round
+from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, update_changes
-from hudi_cdc.spark_session import get_or_create_session
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 _HEAD = '{"schema":'
@@ -83,20 +82,10 @@ def _selecting(rows: DataFrame, schema: Column, payload: Column) -> Callable[[],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m devkit.bench.envelope_split", description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000, help="update events per round")
-    parser.add_argument("--rounds", type=int, default=3, help=f"timed rounds of each, after {WARM_UP} warm-up rounds")
-    args = parser.parse_args(argv)
-    spark = get_or_create_session(app_name="bench-envelope-split", extra_conf={"spark.master": "local[2]"})
-    spark.sparkContext.setLogLevel("ERROR")
-    raw = _kafka_rows(spark, args.events)
-    ways = _ways(raw)
-    seconds: dict[str, list[float]] = {name: [] for name in ways}
-    for round_ in range(WARM_UP + args.rounds):
-        for name, build in ways.items():
-            spent = one_round(spark, build, None)
-            if round_ >= WARM_UP:
-                seconds[name].append(spent)
+    args = arguments("devkit.bench.envelope_split", __doc__ or "", events=100_000, what="update events").parse_args(argv)
+    spark = local_spark("bench-envelope-split")
+    ways = _ways(_kafka_rows(spark, args.events))
+    seconds = alternately(ways, args.rounds, lambda name, _: one_round(spark, ways[name], None))
     print(f"{args.events:,} compact update events, {args.rounds} rounds after {WARM_UP} warm-up rounds (CPU s of the process tree)")
     floor = statistics.median(seconds["text"])
     for name, rounds in seconds.items():
