@@ -12,13 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DecimalType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 
 from hudi_cdc.config import TableConfig
 from hudi_cdc.debezium_types import (
@@ -32,7 +32,7 @@ from hudi_cdc.debezium_types import (
 )
 from hudi_cdc.decode_flattened import is_passed_through_schema
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.events import column_names_problem
+from hudi_cdc.events import UNSTORABLE, column_names_problem, storable_name
 
 DECLARED = 0
 """Index of the profile of records without an envelope (typed by TableConfig.columns)."""
@@ -142,8 +142,9 @@ def _envelope_profile(text: str, stored: StructType | None, table: TableConfig) 
         fields = flat_fields(schema, table.flattened_prefix) if table.mode == "flattened" else row_fields(schema)
         columns = {f["field"]: column_type(f) for f in fields if isinstance(f, dict) and "field" in f}
         problem = column_names_problem(columns)
-        if problem:
-            return Profile(text, {}, problem=problem)
+        nested = [f"{name}.{field}" for name, c in columns.items() for field in _field_names(c.spark) if not storable_name(field)]
+        if problem or nested:
+            return Profile(text, {}, problem=problem or f"struct field(s) {', '.join(map(repr, nested))} {UNSTORABLE}")
         profile = Profile(text, {name: _held(column, name, stored) for name, column in columns.items()})
         profile.wire  # noqa: B018  (Spark checks the struct as it is built)
         return profile
@@ -153,6 +154,18 @@ def _envelope_profile(text: str, stored: StructType | None, table: TableConfig) 
         log.warning("table %s: an envelope schema is not a Kafka Connect schema (%r): %s", table.name, exc, text[:200])
         problem = f"it is not a Kafka Connect schema ({type(exc).__name__}: {exc}); fix the producer's converter"
         return Profile(text, {}, problem=problem)
+
+
+def _field_names(dtype: DataType) -> Iterator[str]:
+    """The names of the struct fields inside a column's type, at any depth."""
+    if isinstance(dtype, StructType):
+        for field in dtype.fields:
+            yield field.name
+            yield from _field_names(field.dataType)
+    elif isinstance(dtype, ArrayType):
+        yield from _field_names(dtype.elementType)
+    elif isinstance(dtype, MapType):
+        yield from _field_names(dtype.valueType)
 
 
 def _held(column: ColumnType, name: str, stored: StructType | None) -> ColumnType:

@@ -74,7 +74,13 @@ RESERVED_PREFIXES = (CDC_PREFIX, "_kafka_", "_hoodie_", "__")
 the working columns of decode and the fold (`__...`)."""
 
 
-def _avro_name(name: str) -> bool:
+UNSTORABLE = (
+    "are not names Hudi can store (its Avro schema needs a letter or _ first, then letters, digits or _); set "
+    "the connector's field.name.adjustment.mode=avro, which renames them, or leave them out with column.exclude.list"
+)
+
+
+def storable_name(name: str) -> bool:
     """Avro's rule for a field name (Java's letters and digits), which Hudi's writer enforces."""
     return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name)
 
@@ -89,12 +95,10 @@ def column_names_problem(names: Iterable[str]) -> str | None:
             f"column(s) {', '.join(map(repr, reserved))} start with a prefix hudi_cdc reserves "
             f"({', '.join(RESERVED_PREFIXES)}); leave them out with the connector's column.exclude.list, or rename them"
         )
-    unstorable = [n for n in names if not _avro_name(n)]
+    unstorable = [n for n in names if not storable_name(n)]
     if unstorable:
         return (
-            f"column(s) {', '.join(map(repr, unstorable))} are not names Hudi can store (its Avro schema needs a "
-            "letter or _ first, then letters, digits or _); set the connector's field.name.adjustment.mode=avro, "
-            "which renames them, or leave them out with column.exclude.list"
+            f"column(s) {', '.join(map(repr, unstorable))} {UNSTORABLE}"
         )
     seen: dict[str, str] = {}
     for name in names:

@@ -643,6 +643,7 @@ ODD_SCHEMAS: dict[str, tuple[Any, str]] = {
     "a working column": (_with_after({"field": "id", "type": "int32"}, {"field": "__exists", "type": "boolean"}), "'__exists' start with"),
     "names equal but for case": (_with_after({"field": "id", "type": "int32"}, {"field": "ID", "type": "int32"}), "'id' and 'ID' differ only in case"),
     # Hudi's writer refuses them (org.apache.avro.SchemaParseException: Illegal character), failing the whole batch
+    "a struct field name Avro refuses": (_with_after({"field": "id", "type": "int32"}, {"field": "point", "type": "struct", "fields": [{"field": "x y", "type": "int32"}]}), "struct field(s) 'point.x y' are not names Hudi can store"),
     "a name Avro refuses": (_with_after({"field": "id", "type": "int32"}, {"field": "first name", "type": "string"}, {"field": "order-id", "type": "int32"}), "'first name', 'order-id' are not names Hudi can store"),
 }  # fmt: skip
 
