@@ -69,9 +69,10 @@ KAFKA_OFFSET = "_kafka_offset"
 # Hudi's own delete marker for upserts.
 HOODIE_IS_DELETED = "_hoodie_is_deleted"
 
-RESERVED_PREFIXES = (CDC_PREFIX, "_kafka_", "_hoodie_", "__")
-"""Source column names that would collide: the framework's columns, Hudi's meta columns, and
-the working columns of decode and the fold (`__...`)."""
+RESERVED_PREFIXES = (CDC_PREFIX, "_kafka_", "_hoodie_")
+"""Source column names that would collide: the framework's columns and Hudi's meta columns.
+(`__` is not reserved: ExtractNewRecordState's `__deleted` keeps that name whatever the
+`add.fields.prefix`.)"""
 
 
 UNSTORABLE = (

@@ -640,7 +640,6 @@ ODD_SCHEMAS: dict[str, tuple[Any, str]] = {
     # names the framework's own columns use: a source column of such a name would be overwritten
     "a _cdc_ column": (_with_after({"field": "id", "type": "int32"}, {"field": "_cdc_order", "type": "string"}), "'_cdc_order' start with a prefix hudi_cdc reserves"),
     "a Hudi meta column": (_with_after({"field": "id", "type": "int32"}, {"field": "_hoodie_commit_time", "type": "string"}), "'_hoodie_commit_time' start with"),
-    "a working column": (_with_after({"field": "id", "type": "int32"}, {"field": "__exists", "type": "boolean"}), "'__exists' start with"),
     "names equal but for case": (_with_after({"field": "id", "type": "int32"}, {"field": "ID", "type": "int32"}), "'id' and 'ID' differ only in case"),
     # Hudi's writer refuses them (org.apache.avro.SchemaParseException: Illegal character), failing the whole batch
     "a struct field name Avro refuses": (_with_after({"field": "id", "type": "int32"}, {"field": "point", "type": "struct", "fields": [{"field": "x y", "type": "int32"}]}), "struct field(s) 'point.x y' are not names Hudi can store"),
