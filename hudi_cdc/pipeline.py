@@ -303,6 +303,11 @@ def _run_table(records: DataFrame, received: TableRecords, table: TableConfig, c
             schema = check(decoded.schema, columns, table, recorded_sources)
         except SchemaChangeError as exc:
             return _schema_change(exc, records, decoded, table, previous.watermark_ts_ms, metrics, ctx)
+        if not schema.fields:
+            # no schema of the batch types a column and the table holds none: every record is
+            # rejected or skipped, and the fold has no column to fold
+            _count_unapplied(decoded, tally(decoded, watermark=previous.watermark_ts_ms), metrics, ctx)
+            return metrics
         remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
         # Folded first, counted after: one Spark job counts both the decoded batch and the fold's
         # outcomes. The fold assumes the batch truncates nothing, which that count then confirms.

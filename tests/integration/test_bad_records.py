@@ -139,6 +139,21 @@ def test_bad_records_mixed_into_a_good_stream_are_dead_lettered_and_counted(
     assert all(t.balanced() for t in totals)
 
 
+def test_a_new_tables_batch_of_unusable_schemas_only_is_dead_lettered_not_failed(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    """More records than the isolation limit, none of whose schemas types a column: each is a
+    BadSchema dead letter; nothing is folded (there is no column) and the job goes on."""
+    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
+    payload = {"op": "c", "ts_ms": 1, "source": {"ts_ms": 1}, "after": {"id": 1}}
+    records = [(b'{"id": 1}', json.dumps({"schema": "not a schema", "payload": payload}).encode())] * 25
+    job.produce("accounts", records)
+    (batch,) = job.run()
+    (table,) = batch.tables
+    assert (table.read, table.dead_letter, table.balanced()) == (25, 25, True)
+    assert {letter["error_class"] for letter in job.dead_letters()} == {"BadSchema"}
+
+
 def test_a_record_that_breaks_the_spark_job_is_isolated_not_retried_forever(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
