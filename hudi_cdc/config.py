@@ -133,10 +133,13 @@ class TableConfig(_Frozen):
     mode: ImageMode = "full"
     """full: Debezium row images; patch: messages carry only the changed fields; flattened:
     Debezium's ExtractNewRecordState rows (the row at the top level, `__deleted` from
-    `delete.tombstone.handling.mode=rewrite`, `__op`, `__ts_ms` and `__source_*` from `add.fields`)."""
+    `delete.tombstone.handling.mode=rewrite`, `__op`, `__ts_ms` and `__source_*` from `add.fields`).
+    A flattened table never stores a column named `__deleted`: the SMT's delete mark has that name
+    whatever the prefix."""
     flattened_prefix: str = Field(default="__", min_length=1)
     """mode flattened: what the SMT puts before the fields it adds (its `add.fields.prefix`).
-    Fields whose names start with it are metadata, never columns."""
+    Fields whose names start with it are metadata, never columns (nor is `__deleted`, which the
+    SMT names so whatever this prefix)."""
     format: WireFormat = "json"
     """How values are encoded: json (JsonConverter); avro (Confluent wire format: byte 0, a 4-byte
     schema id, the Avro body; needs `schema_registry`); auto (per record: Avro when the first byte

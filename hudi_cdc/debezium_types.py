@@ -50,6 +50,8 @@ from pyspark.sql.types import (
     _parse_datatype_string,
 )
 
+from hudi_cdc.events import SMT_DELETED
+
 Converter = Callable[[Column], Column]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -575,9 +577,9 @@ def storable(dtype: DataType) -> DataType:
 
 def flat_fields(row_schema: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """The column fields of a flattened row's schema: all but the metadata ExtractNewRecordState
-    adds (named `prefix` + field, the SMT's `add.fields.prefix`), in order."""
+    adds (named `prefix` + field, the SMT's `add.fields.prefix`, and SMT_DELETED), in order."""
     fields = row_schema.get("fields", [])
-    return [f for f in fields if not str(f.get("field", "")).startswith(prefix)]
+    return [f for f in fields if not (str(f.get("field", "")).startswith(prefix) or f.get("field") == SMT_DELETED)]
 
 
 def row_fields(envelope_schema: dict[str, Any]) -> list[dict[str, Any]]:

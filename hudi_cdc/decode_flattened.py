@@ -1,8 +1,9 @@
 """Rows flattened by Debezium's ExtractNewRecordState SMT (`mode: flattened`) as the envelope decode reads.
 
 The SMT replaces the envelope by the row itself and, when configured, adds metadata fields:
-`__deleted` (`delete.tombstone.handling.mode=rewrite`), `__op`, `__ts_ms` and `__source_*`
-(`add.fields`), `__` being the SMT's `add.fields.prefix` (the table's `flattened_prefix`). This
+`__deleted` (`delete.tombstone.handling.mode=rewrite`, named so whatever the prefix), `__op`,
+`__ts_ms` and `__source_*` (`add.fields`), `__` being the SMT's `add.fields.prefix` (the table's
+`flattened_prefix`). This
 module turns those back into the envelope's op, before/after and source, so decode orders,
 judges and types flattened rows exactly like enveloped ones.
 """
@@ -16,19 +17,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudi_cdc.decode_order import SOURCE_STRUCT
-from hudi_cdc.events import Op
+from hudi_cdc.events import SMT_DELETED, Op
 
 
 def _flat_metadata(prefix: str) -> StructType:
     """The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
-    ts_ms,source.ts_ms,source.file,...` and `deleted` of the `rewrite` delete handling, each
-    behind the SMT's `add.fields.prefix`), and the top-level fields of the records it passes
+    ts_ms,source.ts_ms,source.file,...`, each behind the SMT's `add.fields.prefix`, and the
+    `rewrite` delete handling's SMT_DELETED), and the top-level fields of the records it passes
     through. All in one parse of the row."""
     return StructType(
         [
             StructField(f"{prefix}op", StringType()),
             # "true"/"false" (a JSON boolean reads as the same text)
-            StructField(f"{prefix}deleted", StringType()),
+            StructField(SMT_DELETED, StringType()),
             StructField(f"{prefix}ts_ms", LongType()),
             *[StructField(f"{prefix}source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
             # what tells a record the SMT passed through unchanged (`_passed_through`)
@@ -77,7 +78,7 @@ def flattened_envelope(row_text: Column, prefix: str) -> Column:
     transaction marker; decode skips all three (`decode_checks.non_data_reason`).
     """
     meta = F.from_json(row_text, _flat_metadata(prefix))
-    marked = (F.lower(meta[f"{prefix}deleted"]) == "true") | (meta[f"{prefix}op"] == Op.DELETE.value)
+    marked = (F.lower(meta[SMT_DELETED]) == "true") | (meta[f"{prefix}op"] == Op.DELETE.value)
     deleted = F.coalesce(marked, F.lit(False))  # either field may be missing
     op = (
         F.when(_passed_through(row_text, meta), meta["op"])

@@ -66,13 +66,16 @@ KAFKA_TOPIC = "_kafka_topic"
 KAFKA_PARTITION = "_kafka_partition"
 KAFKA_OFFSET = "_kafka_offset"
 
+SMT_DELETED = "__deleted"
+"""The field ExtractNewRecordState's `rewrite` delete handling adds to a flattened row ("true"
+on a delete). Debezium names it so whatever the SMT's `add.fields.prefix`."""
+
 # Hudi's own delete marker for upserts.
 HOODIE_IS_DELETED = "_hoodie_is_deleted"
 
 RESERVED_PREFIXES = (CDC_PREFIX, "_kafka_", "_hoodie_")
 """Source column names that would collide: the framework's columns and Hudi's meta columns.
-(`__` is not reserved: ExtractNewRecordState's `__deleted` keeps that name whatever the
-`add.fields.prefix`.)"""
+(`__` is not reserved: a flattened row's SMT_DELETED starts with it.)"""
 
 
 UNSTORABLE = (

@@ -277,8 +277,10 @@ def _flat(
     """A flattened row with its schema; `prefix`: the SMT's `add.fields.prefix`."""
     meta = {"__deleted": str(deleted).lower(), "__op": op, "__source_ts_ms": 1_700_000_000_000,
             "__source_file": "mariadb-bin.000001", "__source_pos": pos, "__source_row": 0, "__source_snapshot": snapshot}  # fmt: skip
-    meta = {prefix + name[2:]: value for name, value in meta.items()}
-    fields = [f | {"field": prefix + str(f["field"])[2:]} if str(f["field"]).startswith("__") else f for f in FLAT_FIELDS]
+    # the SMT puts its prefix before every field it adds but `__deleted`, which keeps its name
+    renamed = {f"__{name}": f"{prefix}{name}" for name in ("op", "source_ts_ms", "source_file", "source_pos", "source_row", "source_snapshot")}
+    meta = {renamed.get(name, name): value for name, value in meta.items()}
+    fields = [f | {"field": renamed.get(str(f["field"]), f["field"])} for f in FLAT_FIELDS]
     schema = {"type": "struct", "fields": fields, "optional": False, "name": "srv.db.t.Value"}
     return json.dumps({"schema": schema, "payload": row | meta}).encode()
 
