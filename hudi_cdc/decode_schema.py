@@ -34,12 +34,13 @@ from hudi_cdc.decode_flattened import is_passed_through_schema
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.events import UNSTORABLE, column_names_problem, storable_name
 
+log = logging.getLogger(__name__)
+
 DECLARED = 0
 """Index of the profile of records without an envelope (typed by TableConfig.columns)."""
 SOURCE_TYPE = "source_type"
 """Metadata of a decoded column (`BatchTypes.schema`): its integer type at the source, when that
 is narrower than the `int` it is stored as (`debezium_types.storable`): `int8` or `int16`."""
-log = logging.getLogger(__name__)
 
 NARROW_INTEGERS = ("int8", "int16")
 """Connect's integer types stored as `int`, narrowest first."""
