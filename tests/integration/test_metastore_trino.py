@@ -458,3 +458,37 @@ def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defau
     # nothing younger than ARCHIVE_AFTER_HOURS was archived, so Trino never meets the archive
     for table in (cow, mor):
         assert table_status(spark, table).trino["trino_readable"] == "ok"
+
+
+def test_mixed_case_column_names_read_alike_in_spark_and_trino(
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    """MySQL columns are often camelCase. Hudi keeps a name's case in its files; the metastore
+    and Trino lower it. Every value must still reach Trino (a name matched case-sensitively
+    would read as NULL), for the key, a data column, a partition column and a MOR table."""
+    columns = [Column("CustomerId", "int64", optional=False), Column("firstName", "string"), Column("Region", "string"),
+               Column("TotalDue", "decimal", scale=2)]  # fmt: skip
+    job = Job(
+        spark,
+        kafka,
+        tmp_path,
+        [
+            {"name": "people", "key": ["CustomerId"], "partition_by": ["Region"]},
+            {"name": "people_mor", "key": ["CustomerId"], "type": "MERGE_ON_READ", "compaction": {"mode": "schedule_only"}},
+        ],
+        metastore_uris=metastore.uri,
+    )  # fmt: skip
+    for name in ("people", "people_mor"):
+        source = _source(job, name, columns, "CustomerId")
+        rows = [{"CustomerId": i, "firstName": f"n{i}", "Region": "eu" if i % 2 else "us", "TotalDue": Decimal(f"{i}.25")} for i in range(1, 5)]
+        job.produce(name, [source.change("c", after=row, pos=100 + row["CustomerId"]) for row in rows])
+    (batch,) = job.run()
+    assert batch.hive_sync_lagging == []
+
+    db = job.database
+    expected = {(i, f"n{i}", "eu" if i % 2 else "us", Decimal(f"{i}.25")) for i in range(1, 5)}
+    spark_rows = {(r["CustomerId"], r["firstName"], r["Region"], r["TotalDue"]) for r in job.rows_spark("people")}
+    assert spark_rows == expected
+    assert set(trino.query(f"select customerid, firstname, region, totaldue from {db}.people")) == expected
+    assert trino.query(f'select "firstName" from {db}.people where "CustomerId" = 3 and "Region" = \'eu\'') == [("n3",)]
+    assert set(trino.query(f"select customerid, firstname, region, totaldue from {db}.people_mor_ro")) == expected
