@@ -480,8 +480,8 @@ def test_mixed_case_column_names_read_alike_in_spark_and_trino(
     )  # fmt: skip
     for name in ("people", "people_mor"):
         source = _source(job, name, columns, "CustomerId")
-        rows = [{"CustomerId": i, "firstName": f"n{i}", "Region": "eu" if i % 2 else "us", "TotalDue": Decimal(f"{i}.25")} for i in range(1, 5)]
-        job.produce(name, [source.change("c", after=row, pos=100 + row["CustomerId"]) for row in rows])
+        rows = {i: {"CustomerId": i, "firstName": f"n{i}", "Region": "eu" if i % 2 else "us", "TotalDue": Decimal(f"{i}.25")} for i in range(1, 5)}
+        job.produce(name, [source.change("c", after=row, pos=100 + i) for i, row in rows.items()])
     (batch,) = job.run()
     assert batch.hive_sync_lagging == []
 
