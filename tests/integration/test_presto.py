@@ -310,3 +310,34 @@ def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
     assert _presto_rows(presto, "hive", f"{db}.arch_mor_rt", columns) == _spark_rows(spark, mor.base_path, columns)
     assert run_compaction(spark, mor, force=True)["compacted"] != "-"
     assert _presto_rows(presto, "hive", f"{db}.arch_mor_ro", columns) == _spark_rows(spark, mor.base_path, columns)
+
+
+def test_presto_reads_mixed_case_column_names(
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
+) -> None:
+    """camelCase key, data and partition columns through both PrestoDB catalogs: the metastore
+    lowers the names, the files keep their case, and every value must still arrive (the MOR
+    snapshot with an update in a log file too)."""
+    columns = [Column("CustomerId", "int64", optional=False), Column("firstName", "string"), Column("Region", "string")]
+    tables = [{"name": "people", "key": ["CustomerId"], "partition_by": ["Region"], "table_version": 6},
+              {"name": "people_mor", "key": ["CustomerId"], "type": "MERGE_ON_READ", "table_version": 6,
+               "compaction": {"mode": "schedule_only"}}]  # fmt: skip
+    job = Job(spark, kafka, tmp_path, tables, metastore_uris=metastore.uri)
+    sources = {name: DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=columns, key=["CustomerId"]) for name in ("people", "people_mor")}  # fmt: skip
+
+    def person(i: int, name: str) -> dict[str, object]:
+        return {"CustomerId": i, "firstName": name, "Region": "eu" if i % 2 else "us"}
+
+    for name, source in sources.items():
+        job.produce(name, [source.change("c", after=person(i, f"n{i}"), pos=100 + i) for i in range(1, 5)])
+    job.run()
+    job.produce("people_mor", [sources["people_mor"].change("u", after=person(2, "renamed"), pos=200)])
+    (last,) = job.run()
+    assert last.hive_sync_lagging == []
+
+    db = job.database
+    expected = {(i, f"n{i}", "eu" if i % 2 else "us") for i in range(1, 5)}
+    for catalog in CATALOGS:
+        assert set(presto.query(f"select customerid, firstname, region from {db}.people", catalog=catalog)) == expected, catalog
+        rt = set(presto.query(f"select customerid, firstname, region from {db}.people_mor_rt", catalog=catalog))
+        assert rt == expected - {(2, "n2", "us")} | {(2, "renamed", "us")}, catalog
