@@ -2,10 +2,10 @@
 
 The SMT replaces the envelope by the row itself and, when configured, adds metadata fields:
 `__deleted` (`delete.tombstone.handling.mode=rewrite`, named so whatever the prefix), `__op`,
-`__ts_ms` and `__source_*` (`add.fields`), `__` being the SMT's `add.fields.prefix` (the table's
-`flattened_prefix`). This
-module turns those back into the envelope's op, before/after and source, so decode orders,
-judges and types flattened rows exactly like enveloped ones.
+`__ts_ms`, and `__source_*` or the unqualified `__lsn`, `__file`... (`add.fields`), `__` being
+the SMT's `add.fields.prefix` (the table's `flattened_prefix`). This module turns those back into
+the envelope's op, before/after and source, so decode orders, judges and types flattened rows
+exactly like enveloped ones.
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ from hudi_cdc.decode_order import SOURCE_STRUCT
 from hudi_cdc.events import SMT_DELETED, Op
 
 
+_UNQUALIFIED_SOURCE = [f.name for f in SOURCE_STRUCT.fields if f.name != "ts_ms"]
+"""`source` fields the SMT also takes from `add.fields` without the struct's name (`lsn`, not
+`source.lsn`), naming them `prefix` + field; an unqualified `ts_ms` is the envelope's."""
+
+
 def _flat_metadata(prefix: str) -> StructType:
     """The fields ExtractNewRecordState adds to a flattened row that decode reads (`add.fields=op,
     ts_ms,source.ts_ms,source.file,...`, each behind the SMT's `add.fields.prefix`, and the
@@ -32,6 +37,7 @@ def _flat_metadata(prefix: str) -> StructType:
             StructField(SMT_DELETED, StringType()),
             StructField(f"{prefix}ts_ms", LongType()),
             *[StructField(f"{prefix}source_{f.name}", f.dataType) for f in SOURCE_STRUCT.fields],
+            *[StructField(f"{prefix}{name}", SOURCE_STRUCT[name].dataType) for name in _UNQUALIFIED_SOURCE],
             # what tells a record the SMT passed through unchanged (`_passed_through`)
             StructField("op", StringType()),
             StructField("source", StringType()),
@@ -90,5 +96,12 @@ def flattened_envelope(row_text: Column, prefix: str) -> Column:
         meta[f"{prefix}ts_ms"].alias("ts_ms"),
         F.when(deleted, row_text).alias("before"),
         F.when(~deleted, row_text).alias("after"),
-        F.struct(*[meta[f"{prefix}source_{f.name}"].alias(f.name) for f in SOURCE_STRUCT.fields]).alias("source"),
+        F.struct(*[_source_field(meta, prefix, f.name).alias(f.name) for f in SOURCE_STRUCT.fields]).alias("source"),
     )
+
+
+def _source_field(meta: Column, prefix: str, name: str) -> Column:
+    """A `source` field as the SMT added it: `source.<name>` (`<prefix>source_<name>`), else the
+    unqualified `<name>` (`<prefix><name>`)."""
+    qualified = meta[f"{prefix}source_{name}"]
+    return F.coalesce(qualified, meta[f"{prefix}{name}"]) if name in _UNQUALIFIED_SOURCE else qualified

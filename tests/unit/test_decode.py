@@ -308,6 +308,31 @@ def test_flattened_rows_decode_as_their_changes_and_deletes_as_rewritten(spark: 
     assert events[4]["_cdc_source"] == "mariadb-bin.000001:2756:0" and result.rejects.count() == 0
 
 
+def test_flattened_rows_with_unqualified_source_fields_order_like_qualified_ones(spark: SparkSession) -> None:
+    """`add.fields=op,file,pos,row,snapshot` names the source fields `__file`, `__pos`... (the SMT
+    takes an unqualified name other than op/ts_ms from `source`): the same order as `source.file`."""
+
+    def unqualified(record: bytes) -> bytes:
+        value = json.loads(record)
+        rename = {f"__source_{n}": f"__{n}" for n in ("file", "pos", "row", "snapshot")}
+        value["schema"]["fields"] = [f | {"field": rename.get(f["field"], f["field"])} for f in value["schema"]["fields"]]
+        value["payload"] = {rename.get(k, k): v for k, v in value["payload"].items()}
+        return json.dumps(value).encode()
+
+    records = [
+        (None, unqualified(_flat({"id": 2, "b": "y", "amount": None}, "r", 2079, snapshot="last"))),
+        (None, unqualified(_flat({"id": 2, "b": "z", "amount": None}, "u", 2259))),
+        (None, json.dumps({"id": 3, "b": "q", "__op": "u", "__lsn": 24023128, "__sequence": '["24023119","24023128"]'}).encode()),
+    ]
+    declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string", "amount": "decimal(10,2)"}})
+    result = decode_cached(kafka_rows(spark, records, topic="srv.db.t"), declared)
+    assert result.rejects.count() == 0 and [f.name for f in result.schema.fields] == ["id", "b", "amount"]
+    events = by_offset(result.events)
+    assert events[0]["_cdc_order"] == binlog_order(file_seq=1, pos=2079, row=0, snapshot=True, partition=0, offset=0)
+    assert events[1]["_cdc_order"] == binlog_order(file_seq=1, pos=2259, row=0, snapshot=False, partition=0, offset=1)
+    assert events[2]["_cdc_order"].startswith("l%020d" % 24023128)
+
+
 def test_flattened_rows_without_a_position_or_schema_say_what_to_add(spark: SparkSession) -> None:
     plain_row = json.dumps({"id": 5, "b": "p", "__deleted": "false"}).encode()
     declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string"}})
