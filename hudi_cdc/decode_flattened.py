@@ -19,7 +19,6 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from hudi_cdc.decode_order import SOURCE_STRUCT
 from hudi_cdc.events import SMT_DELETED, Op
 
-
 _UNQUALIFIED_SOURCE = [f.name for f in SOURCE_STRUCT.fields if f.name != "ts_ms"]
 """`source` fields the SMT also takes from `add.fields` without the struct's name (`lsn`, not
 `source.lsn`), naming them `prefix` + field; an unqualified `ts_ms` is the envelope's."""
