@@ -322,7 +322,7 @@ def test_flattened_rows_with_unqualified_source_fields_order_like_qualified_ones
     records = [
         (None, unqualified(_flat({"id": 2, "b": "y", "amount": None}, "r", 2079, snapshot="last"))),
         (None, unqualified(_flat({"id": 2, "b": "z", "amount": None}, "u", 2259))),
-        (None, json.dumps({"id": 3, "b": "q", "__op": "u", "__lsn": 24023128, "__sequence": '["24023119","24023128"]'}).encode()),
+        (None, json.dumps({"id": 3, "b": "q", "__op": "u", "__lsn": 24023128, "__sequence": '["24023119","24023128"]', "__txId": 555}).encode()),
     ]
     declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string", "amount": "decimal(10,2)"}})
     result = decode_cached(kafka_rows(spark, records, topic="srv.db.t"), declared)
@@ -330,7 +330,7 @@ def test_flattened_rows_with_unqualified_source_fields_order_like_qualified_ones
     events = by_offset(result.events)
     assert events[0]["_cdc_order"] == binlog_order(file_seq=1, pos=2079, row=0, snapshot=True, partition=0, offset=0)
     assert events[1]["_cdc_order"] == binlog_order(file_seq=1, pos=2259, row=0, snapshot=False, partition=0, offset=1)
-    assert events[2]["_cdc_order"].startswith("l%020d" % 24023128)
+    assert events[2]["_cdc_order"] == lsn_order(lsn=24023128, snapshot=False, partition=0, offset=2, last_committed=24023119, tx_id=555)
 
 
 def test_flattened_rows_without_a_position_or_schema_say_what_to_add(spark: SparkSession) -> None:
