@@ -434,8 +434,9 @@ def test_postgres_rows_flattened_by_extract_new_record_state_land_row_for_row(
     spark: SparkSession, kafka: LocalKafka, postgres: LocalPostgres, connect: LocalConnect, tmp_path: Path
 ) -> None:
     """`mode: flattened` on PostgreSQL: lsn-ordered rows, a rewritten delete, and an unchanged
-    TOASTed column (its placeholder) that keeps its stored value."""
-    unwrap = flattening_config("op,source.lsn,source.ts_ms,source.sequence,source.txId,source.snapshot", "rewrite")
+    TOASTed column (its placeholder) that keeps its stored value. The source fields are named
+    without their struct (`lsn`, the SMT's `__lsn`), as Debezium's docs configure them."""
+    unwrap = flattening_config("op,lsn,sequence,txId,snapshot", "rewrite")
     ddl = ["CREATE TABLE {t} (id integer PRIMARY KEY, a integer, note text)", TOASTED]
     job = Job(spark, kafka, tmp_path, [{"name": "flat", "key": ["id"], "mode": "flattened"}])
     with captured(postgres, connect, job, ddl, [(1, 1, _note(1)), (2, 2, "short")], unwrap) as source:
