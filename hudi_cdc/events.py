@@ -77,7 +77,6 @@ RESERVED_PREFIXES = (CDC_PREFIX, "_kafka_", "_hoodie_")
 """Source column names that would collide: the framework's columns and Hudi's meta columns.
 (`__` is not reserved: a flattened row's SMT_DELETED starts with it.)"""
 
-
 UNSTORABLE = (
     "are not names Hudi can store (its Avro schema needs a letter or _ first, then letters, digits or _); set "
     "the connector's field.name.adjustment.mode=avro, which renames them, or leave them out with column.exclude.list"
@@ -101,9 +100,7 @@ def column_names_problem(names: Iterable[str]) -> str | None:
         )
     unstorable = [n for n in names if not storable_name(n)]
     if unstorable:
-        return (
-            f"column(s) {', '.join(map(repr, unstorable))} {UNSTORABLE}"
-        )
+        return f"column(s) {', '.join(map(repr, unstorable))} {UNSTORABLE}"
     seen: dict[str, str] = {}
     for name in names:
         other = seen.setdefault(name.lower(), name)

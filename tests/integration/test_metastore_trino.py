@@ -468,4 +468,3 @@ def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defau
     # nothing younger than ARCHIVE_AFTER_HOURS was archived, so Trino never meets the archive
     for table in (cow, mor):
         assert table_status(spark, table).trino["trino_readable"] == "ok"
-

@@ -321,4 +321,3 @@ def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
     assert _presto_rows(presto, "hive", f"{db}.arch_mor_rt", columns) == _spark_rows(spark, mor.base_path, columns)
     assert run_compaction(spark, mor, force=True)["compacted"] != "-"
     assert _presto_rows(presto, "hive", f"{db}.arch_mor_ro", columns) == _spark_rows(spark, mor.base_path, columns)
-
