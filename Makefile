@@ -109,14 +109,20 @@ demo: install  ## start local Kafka, produce a Debezium stream, ingest it into H
 demo-relay: $(VENV)/.installed jars kafka connect  ## the snapshot relay on a small local MariaDB: killed run, resume, finish from the first position
 	$(PY) -m devkit.demo_relay
 
+# Two pytest-xdist workers, each with its own Spark and Kafka: a single one left a third of the
+# 2 cores idle (waits on services and single-threaded driver work). Tests needing Trino, PrestoDB,
+# Connect or a database run on one worker (tests/conftest.py), so those start once. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+
 test: install  ## everything CI runs: unit + integration on real services (not the `deep` ones)
-	$(PY) -m pytest -q --durations=25 -m "not deep" tests
+	$(PY) -m pytest -q --durations=25 $(XDIST) -m "not deep" tests
 
 test-unit: $(VENV)/.installed  ## fast tests, no services
 	$(PY) -m pytest -q -m "not integration" tests
 
 test-integration: install  ## tests that start Kafka, Spark+Hudi, HMS, Trino, Presto
-	$(PY) -m pytest -q -m "integration and not deep" tests
+	$(PY) -m pytest -q $(XDIST) -m "integration and not deep" tests
 
 lint: $(VENV)/.installed  ## ruff + mypy strict
 	$(VENV)/bin/ruff check hudi_cdc devkit jobs tests

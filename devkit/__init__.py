@@ -18,7 +18,16 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 
 os.environ.setdefault(BUILD_ENV, str(CHECKOUT / "build"))
 
+RUN_ENV = "HUDI_CDC_RUN"
+"""Names the folder local services keep their files in, instead of `build/run`: each pytest-xdist
+worker of `make test` gets its own (tests/conftest.py), so two workers' brokers never share one."""
+
 
 def build_dir() -> Path:
     """The git-ignored folder the Makefile fills: jars/, kafka/, connect/, trino/, run/<service>/."""
     return Path(os.environ.get(BUILD_ENV) or CHECKOUT / "build")
+
+
+def run_root() -> Path:
+    """The folder of local services' run files: $HUDI_CDC_RUN, else `build/run`."""
+    return Path(os.environ.get(RUN_ENV) or build_dir() / "run")

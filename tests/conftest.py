@@ -1,4 +1,5 @@
-"""Shared test set-up: hypothesis profiles and one local SparkSession for the whole run."""
+"""Shared test set-up: hypothesis profiles, one local SparkSession per test process, and how
+`make test` shares the tests between its pytest-xdist workers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ from hypothesis import HealthCheck, settings
 from pyspark.sql import SparkSession
 
 # the workbench points hudi_cdc at the checkout's build/ (jars) unless HUDI_CDC_BUILD is set
-import devkit  # noqa: F401
+import devkit
+
+# Each xdist worker starts its own services (Kafka, the metastore, ...): their files go to
+# build/run/<worker>/, so two workers' brokers never share a folder.
+if _worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault(devkit.RUN_ENV, str(devkit.build_dir() / "run" / _worker))
+
+SERVICE_GROUPS = {
+    "sql-engines": ("trino", "presto"),
+    "debezium": ("connect", "mariadb", "postgres", "registry"),
+}
+"""Tests that need one of these session services run on one xdist worker (`--dist loadgroup`),
+so each heavy service starts once per run, not once per worker. Every other test runs with the
+rest of its module, so module-scoped fixtures are built once too."""
 
 # `make test` keeps example counts small; `make test-deep` sets HYPOTHESIS_PROFILE=deep.
 settings.register_profile(
@@ -30,3 +44,29 @@ def spark() -> Iterator[SparkSession]:
     session = get_or_create_session(app_name="hudi-cdc-tests")
     yield session
     session.stop()
+
+
+def _group(item: pytest.Item) -> str:
+    fixtures = getattr(item, "fixturenames", ())  # test functions have them; other items none
+    for group, services in SERVICE_GROUPS.items():
+        if any(name in fixtures for name in services):
+            return group
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give every test its xdist group, and run the service groups first, then the other
+    integration modules, then the unit tests: long units first keep the workers' ends even.
+
+    A stable sort: within a group, tests keep their collected order.
+    """
+    groups = {item.nodeid: _group(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+
+    def rank(item: pytest.Item) -> int:
+        if groups[item.nodeid] in SERVICE_GROUPS:
+            return 0
+        return 1 if item.get_closest_marker("integration") is not None else 2
+
+    items.sort(key=rank)

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from devkit import build_dir
+from devkit import run_root
 from hudi_cdc.errors import TransientError
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,8 @@ _LIVE: dict[int, ServiceProcess] = {}
 
 
 def run_dir(service: str) -> Path:
-    """The folder a service keeps its config, data and log in: `build/run/<service>`."""
-    return build_dir() / "run" / service
+    """The folder a service keeps its config, data and log in: `build/run/<service>` (`devkit.run_root`)."""
+    return run_root() / service
 
 
 def free_port() -> int:

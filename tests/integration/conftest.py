@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from devkit import build_dir
+from devkit import run_root
 from devkit.services.connect import LocalConnect
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
@@ -128,7 +128,7 @@ def pytest_runtest_makereport(
     """On a failed integration test (or fixture), attach the tails of this session's service logs."""
     report = yield
     if report.failed and item.get_closest_marker("integration") is not None:
-        for path in sorted((build_dir() / "run").glob("*/*.log")):
+        for path in sorted(run_root().glob("*/*.log")):
             if path.stat().st_mtime >= _session_began:
                 report.sections.append(
                     (f"{path.parent.name} log tail ({path})", log_tail(path, _LOG_TAIL_LINES))
