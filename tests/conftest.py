@@ -51,9 +51,11 @@ def _group(item: pytest.Item) -> str:
     for group, services in SERVICE_GROUPS.items():
         if any(name in fixtures for name in services):
             return group
-    return item.nodeid.split("::", 1)[0]
+    module = item.nodeid.split("::", 1)[0]  # tests/unit/test_x.py -> unit/test_x: xdist shows it after each id
+    return module.removeprefix("tests/").removesuffix(".py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Give every test its xdist group, and run the service groups first, then the other
     integration modules, then the unit tests: long units first keep the workers' ends even.

@@ -1,8 +1,10 @@
 """Real services for integration tests: one Kafka, MariaDB, PostgreSQL and Connect worker per session.
 
 Each is started by the same devkit.services module the demo uses, on free ports, with its
-files under build/run/<service>/. When an integration test fails, the tails of the service
-logs written during this session are attached to its report.
+files under build/run/<service>/ (build/run/<xdist worker>/<service>/ under `make test`). The
+services of tests.conftest.SERVICE_GROUPS stop after the last test that uses them. When an
+integration test fails, the tails of the service logs written during this session are attached
+to its report.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -22,14 +25,52 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from devkit.services.postgres import LocalPostgres
 from devkit.services.presto import LocalPresto
-from devkit.services.process import log_tail
+from devkit.services.process import LocalService, log_tail
 from devkit.services.registry import LocalRegistry
 from devkit.services.trino import LocalTrino
+from tests.conftest import SERVICE_GROUPS
+
+SERVICE_FIXTURES = tuple(name for names in SERVICE_GROUPS.values() for name in names)
 
 ReadTopic = Callable[..., list[Message]]
+S = TypeVar("S", bound=LocalService)
 
 _LOG_TAIL_LINES = 60
 _session_began = time.time()
+_stoppable: dict[str, LocalService] = {}
+"""Running session services of tests.conftest.SERVICE_GROUPS, by fixture name."""
+_last_users: dict[str, list[str]] | None = None
+"""Test id -> the grouped services no later test uses."""
+
+
+def _until_last_user(name: str, service: S) -> S:
+    """`service`, stopped after the last test that uses it: an idle Trino or PrestoDB costs a
+    tenth of a core or more, for the rest of the run otherwise."""
+    _stoppable[name] = service
+    return service
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """After a test's own teardown, stop the grouped services that no later test uses.
+
+    Safe under xdist: all the tests of a grouped service are one work unit, run in collection
+    order by one worker (tests/conftest.py).
+    """
+    global _last_users
+    result = yield
+    if _last_users is None:
+        last: dict[str, str] = {}
+        for test in item.session.items:
+            for name in set(getattr(test, "fixturenames", ())) & set(SERVICE_FIXTURES):
+                last[name] = test.nodeid
+        _last_users = {}
+        for name, nodeid in last.items():
+            _last_users.setdefault(nodeid, []).append(name)
+    for name in _last_users.get(item.nodeid, []):
+        if (service := _stoppable.pop(name, None)) is not None:
+            service.stop()
+    return result
 
 
 @pytest.fixture(scope="session")
@@ -50,35 +91,35 @@ def metastore() -> Iterator[LocalMetastore]:
 def trino(metastore: LocalMetastore) -> Iterator[LocalTrino]:
     """Trino with the Hudi connector on the session's metastore."""
     with LocalTrino(metastore.uri) as engine:
-        yield engine
+        yield _until_last_user("trino", engine)
 
 
 @pytest.fixture(scope="session")
 def presto(metastore: LocalMetastore) -> Iterator[LocalPresto]:
     """PrestoDB with the Hive and Hudi connectors on the session's metastore."""
     with LocalPresto(metastore.uri) as engine:
-        yield engine
+        yield _until_last_user("presto", engine)
 
 
 @pytest.fixture(scope="session")
 def mariadb() -> Iterator[LocalMariaDB]:
     """A MariaDB server with a ROW binlog and a `debezium` replication user."""
     with LocalMariaDB() as server:
-        yield server
+        yield _until_last_user("mariadb", server)
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[LocalPostgres]:
     """A PostgreSQL server with logical decoding on (`wal_level=logical`)."""
     with LocalPostgres() as server:
-        yield server
+        yield _until_last_user("postgres", server)
 
 
 @pytest.fixture(scope="session")
 def connect(kafka: LocalKafka) -> Iterator[LocalConnect]:
     """A Kafka Connect worker with the Debezium MariaDB and PostgreSQL plugins, on the session's broker."""
     with LocalConnect(kafka.bootstrap_servers) as worker:
-        yield worker
+        yield _until_last_user("connect", worker)
 
 
 @pytest.fixture(scope="session")
@@ -140,4 +181,4 @@ def pytest_runtest_makereport(
 def registry() -> Iterator[LocalRegistry]:
     """An Apicurio Registry (in memory) for the whole session."""
     with LocalRegistry() as server:
-        yield server
+        yield _until_last_user("registry", server)
