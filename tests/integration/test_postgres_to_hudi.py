@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from devkit.services.connect import LocalConnect, flattening_config, postgres_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.postgres import LocalPostgres
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.toast import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 from hudi_cdc.toast import toast_values
@@ -179,10 +180,10 @@ def test_postgres_changes_land_row_for_row(
     with captured(postgres, connect, job, [DDL, TOASTED], rows) as source:
         qualified = source.qualified
 
-        def assert_equal_to_postgres(columns: list[str] = COLUMNS) -> None:
+        def assert_equal_to_postgres(columns: list[str] = COLUMNS, *, hudi_rs: bool = True) -> None:
             stored = postgres.execute(f"SELECT {', '.join(columns)} FROM {qualified}")
             expected = _rows([dict(zip(columns, r, strict=True)) for r in stored], columns)
-            for reader in (job.rows_spark, job.rows_hudi_rs):
+            for reader in (job.rows_spark, job.rows_hudi_rs) if hudi_rs else (job.rows_spark,):
                 assert _rows(reader("orders"), columns) == expected, reader.__name__
 
         # Changes made before the connector's snapshot began would be part of it: snapshot first.
@@ -220,6 +221,12 @@ def test_postgres_changes_land_row_for_row(
             return any(r.get("region") == "eu" for r in job.rows_spark("orders"))
 
         wait_for("Debezium to deliver the changes", region_landed)
+        # hudi-rs 0.5.0 refuses a file slice whose older log block holds the narrower decimal
+        # (numeric(12,2) beside (14,2): "partial-update column 'amount' has type Decimal128(12, 2)"),
+        # which happens when an earlier update went to the same file group as id 1. Spark's reader
+        # merges such a slice: it is checked as it is, then both readers after a compaction.
+        assert_equal_to_postgres([*COLUMNS, "region"], hudi_rs=False)
+        assert run_compaction(spark, job.config.table("orders"), force=True)["compacted"] != "-"
         assert_equal_to_postgres([*COLUMNS, "region"])
 
         # A TRUNCATE removes every row written before it; what follows in the stream stays.
