@@ -36,19 +36,12 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-TEST_JIT = "-XX:TieredStopAtLevel=1"
-"""The tests' Spark JVM compiles with C1 only. Tests run many short jobs on 2 busy cores, where
-C2's compiling costs more than its faster code saves: 15 integration tests on two workers took
-161-169 s of wall and 272-289 CPU s with it against 184-191 s and 336-347 CPU s without (this
-machine, two runs each). Jobs in production keep the JVM's default (BENCHMARKS.md, first round)."""
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One local Spark (with the Hudi bundle and Kafka source) shared by every test."""
-    from hudi_cdc.spark_session import DRIVER_JAVA_OPTIONS, get_or_create_session
+    from hudi_cdc.spark_session import get_or_create_session
 
-    session = get_or_create_session(app_name="hudi-cdc-tests", extra_conf={DRIVER_JAVA_OPTIONS: TEST_JIT})
+    session = get_or_create_session(app_name="hudi-cdc-tests")
     yield session
     session.stop()
 
