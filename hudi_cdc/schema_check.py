@@ -123,6 +123,14 @@ def _narrowed_at_source(name: str, recorded: SourceTypes, incoming: SourceTypes)
     return [f"column {name}: type {old} -> {new} at the source is not a widening (stored as int)"]
 
 
+_UNTIL_COMPACTED = (
+    "; until its file groups are compacted (`hudi-cdc compact` or the next inline compaction), log"
+    " files hold both types: Spark reads them, readers built on hudi-rs refuse them"
+)
+"""Why a MOR widening is worth a word: hudi-rs 0.5.0 refuses a file slice whose older log block
+holds the narrower type (README, known limits)."""
+
+
 def check(
     incoming: StructType, stored: StructType | None, table: TableConfig, recorded: SourceTypes | None = None
 ) -> StructType:
@@ -138,6 +146,11 @@ def check(
         log.warning("table %s: column %s is gone at the source; it stays, new rows carry NULL", table.name, name)
     for f in result.added:
         log.info("table %s: new column %s %s", table.name, f.name, f.dataType.simpleString())
+    for name, old_type, new_type in result.widened:
+        log.info(
+            "table %s: column %s widened %s -> %s%s", table.name, name, old_type.simpleString(),
+            new_type.simpleString(), _UNTIL_COMPACTED if table.type == "MERGE_ON_READ" else "",
+        )  # fmt: skip
     if result.incompatible and table.schema_policy != "allow_incompatible":
         raise SchemaChangeError(table.name, result.incompatible)
     return result.target_schema(stored)

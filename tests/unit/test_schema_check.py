@@ -57,6 +57,17 @@ def test_widening_is_applied(old: DataType, new: DataType) -> None:
     assert check(_schema(id=LongType(), v=new), _schema(id=LongType(), v=old), TABLE)["v"].dataType == new
 
 
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_widening_is_logged_and_on_merge_on_read_names_the_compaction(
+    table_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = TABLE.model_copy(update={"type": table_type})
+    with caplog.at_level("INFO", logger="hudi_cdc.schema_check"):
+        check(_schema(id=LongType(), v=DecimalType(14, 2)), _schema(id=LongType(), v=DecimalType(12, 2)), table)
+    assert "column v widened decimal(12,2) -> decimal(14,2)" in caplog.text
+    assert ("hudi-cdc compact" in caplog.text) == (table_type == "MERGE_ON_READ")
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [
