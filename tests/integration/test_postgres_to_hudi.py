@@ -223,8 +223,9 @@ def test_postgres_changes_land_row_for_row(
         wait_for("Debezium to deliver the changes", region_landed)
         # hudi-rs 0.5.0 refuses a file slice whose older log block holds the narrower decimal
         # (numeric(12,2) beside (14,2): "partial-update column 'amount' has type Decimal128(12, 2)"),
-        # which happens when an earlier update went to the same file group as id 1. Spark's reader
-        # merges such a slice: it is checked as it is, then both readers after a compaction.
+        # which happens when an earlier update of another key went to id 1's file group (the snapshot
+        # decides). Spark's reader merges such a slice: it is checked as it is, then both readers
+        # after a compaction (test_schema_evolution.py builds that slice on purpose).
         assert_equal_to_postgres([*COLUMNS, "region"], hudi_rs=False)
         assert run_compaction(spark, job.config.table("orders"), force=True)["compacted"] != "-"
         assert_equal_to_postgres([*COLUMNS, "region"])
