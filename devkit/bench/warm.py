@@ -5,11 +5,13 @@
     python -m devkit.bench.warm --tables 5 --batches 6   # every batch updates 5 tables
     python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
     python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
+    python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
 
 Loads the bench's `accounts` table (devkit.bench.workloads; `--tables N`: N of them, one topic
 each) in one batch of snapshot reads, then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
 JVM it started) and the wall time of the batches after the first three, which pay the JVM's
-warm-up. To compare two commits, run it
+warm-up. The records are built on the driver and handed to Spark whole: with the 2 GB driver,
+`--rows` above about 100k runs the JVM out of heap (200k did, and the run then hangs). To compare two commits, run it
 from a checkout of each, back to back, with nothing else running (BENCHMARKS.md, sixth round).
 """
 
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", action="store_true", help="print the JVM's CPU by thread kind over the warm batches")
     parser.add_argument("--hoodie-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a Hudi write option for every table (repeatable)")  # fmt: skip
+    parser.add_argument("--prepped", choices=("on", "off"), default="on", help="the tables' prepped_writes")
     parser.add_argument("--list-jobs", action="store_true", help="print the Spark jobs of the last batch (runs Spark's UI)")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
@@ -89,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
         "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)],
         "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}"),
+                    "prepped_writes": args.prepped == "on",
                     "hoodie_options": dict(option.split("=", 1) for option in args.hoodie_option)}
                    for i in range(len(sources))],
     })  # fmt: skip
