@@ -68,6 +68,12 @@ COMMIT_METADATA_PREFIX_DEFAULT = "_cdc_"
 PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
 ORDERING_FIELDS = "hoodie.datasource.write.precombine.field"
 MERGE_STRATEGY = "hoodie.write.record.merge.strategy.id"
+MERGER_CLASSES = ("hoodie.write.record.merge.custom.implementation.classes", "hoodie.datasource.write.record.merger.impls")
+"""Hudi's record mergers (the current name and the older one Hudi still reads). Hudi's Avro
+merger is what the fold's rows are written with; Spark's own (`OverwriteWithLatestSparkRecordMerger`)
+fails every prepped upsert of Hudi 1.2.0 (ArrayIndexOutOfBoundsException in its merge handle),
+needs Parquet log blocks on merge-on-read tables, and saved no CPU (BENCHMARKS.md, twenty-first
+round), so a table may not choose one."""
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_INTERVAL_MS_DEFAULT = 60_000
 HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"
@@ -88,7 +94,7 @@ OWNED = frozenset(
         HIVE_STYLE_PARTITIONING, MERGE_MODE, COMBINE_BEFORE_UPSERT, INDEX_TYPE,
         SIMPLE_INDEX_UPDATE_PARTITION_PATH, RECORD_INDEX, RECORD_INDEX_UPDATE_PARTITION_PATH, NULL_FOR_MISSING_COLUMNS, KEEP_MIN_COMMITS, KEEP_MAX_COMMITS,
         BUCKET_ENGINE, BUCKET_COUNT, BUCKET_HASH_FIELD,
-        COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, WRITE_TABLE_VERSION,
+        COMMIT_METADATA_PREFIX, PAYLOAD_CLASS, ORDERING_FIELDS, MERGE_STRATEGY, *MERGER_CLASSES, WRITE_TABLE_VERSION,
         *COMPACTION_KEYS,
     }
 )  # fmt: skip

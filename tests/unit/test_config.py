@@ -55,6 +55,8 @@ def test_secrets_are_redacted_and_not_in_repr() -> None:
         pytest.param(lambda c: c["kafka"].update(connect_timeout="5"), "kafka.connect_timeout", "not a duration", id="bad-timeout"),
         pytest.param(lambda c: c["job"].update(dead_letter_retention="a month"), "job.dead_letter_retention", "not a duration", id="bad-retention"),
         pytest.param(lambda c: c["tables"][0].update(hoodie_options={"hoodie.index.type": "BLOOM"}), "tables.0.hoodie_options", "set by hudi_cdc for correctness", id="owned-hoodie-option"),
+        pytest.param(lambda c: c["tables"][0].update(hoodie_options={"hoodie.write.record.merge.custom.implementation.classes": "org.apache.hudi.OverwriteWithLatestSparkRecordMerger"}), "tables.0.hoodie_options", "set by hudi_cdc for correctness", id="record-merger-classes"),
+        pytest.param(lambda c: c["tables"][0].update(hoodie_options={"hoodie.datasource.write.record.merger.impls": "org.apache.hudi.OverwriteWithLatestSparkRecordMerger"}), "tables.0.hoodie_options", "set by hudi_cdc for correctness", id="record-merger-classes-old-name"),
         pytest.param(lambda c: c["tables"][0].update(hoodie_options={"parquet.block.size": 1}), "tables.0.hoodie_options", "not Hudi options", id="foreign-hoodie-option"),
         pytest.param(lambda c: c["tables"][1].update(base_path="/tmp/c/"), "tables.1.base_path", "same base_path as table customers", id="duplicate-base-path"),
         pytest.param(lambda c: c["tables"][1].update(base_path="file:///tmp/c"), "tables.1.base_path", "same base_path", id="duplicate-as-uri"),
