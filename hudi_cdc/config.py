@@ -140,6 +140,9 @@ class TableConfig(_Frozen):
     """mode flattened: what the SMT puts before the fields it adds (its `add.fields.prefix`).
     Fields whose names start with it are metadata, never columns (nor is `__deleted`, which the
     SMT names so whatever this prefix)."""
+    flattened_header_prefix: str = Field(default="__", min_length=1)
+    """mode flattened: what the SMT puts before the Kafka headers it adds (its `add.headers.prefix`).
+    Metadata missing from a row's fields is read from those headers (`__op`, `__source_pos`...)."""
     format: WireFormat = "json"
     """How values are encoded: json (JsonConverter); avro (Confluent wire format: byte 0, a 4-byte
     schema id, the Avro body; needs `schema_registry`); auto (per record: Avro when the first byte
@@ -343,6 +346,12 @@ class Config(_Frozen):
 
     def table(self, name: str) -> TableConfig:
         return next(t for t in self.tables if t.name == name)
+
+    @property
+    def reads_headers(self) -> bool:
+        """Does a table need the Kafka records' headers? Flattened tables read the SMT's
+        `add.headers`; no other table does, so the job reads headers only for them."""
+        return any(t.mode == "flattened" for t in self.tables)
 
     def topic_pattern(self) -> str:
         """One regex covering every route, for Kafka's `subscribePattern`."""

@@ -11,8 +11,11 @@ import logging
 from datetime import datetime
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+
+from hudi_cdc.events import KAFKA_HEADERS
 
 log = logging.getLogger(__name__)
 
@@ -25,16 +28,25 @@ DEAD_LETTER_COLUMNS = [
     "value",
     "error_class",
     "error_message",
+    KAFKA_HEADERS,
 ]
+
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+"""Kafka headers as Spark's Kafka source gives them. Kept for the records of tables that read
+them (flattened rows' `add.headers`), so a replay sees what the job saw; NULL for the rest."""
 
 IDENTITY = ["topic", "partition", "offset", "error_class"]
 """What makes a dead letter unique: a record and the reason it was rejected."""
 
 
-def read(spark: SparkSession, path: str) -> DataFrame | None:
-    """The whole store, or None while nothing was ever stored (or everything was purged)."""
+def read(spark: SparkSession, path: str, *, every_column: bool = False) -> DataFrame | None:
+    """The whole store, or None while nothing was ever stored (or everything was purged).
+
+    `every_column`: the union of every file's columns (stores written before KAFKA_HEADERS was kept
+    lack it), at the cost of reading every file's footer; without it the columns of one file,
+    enough for the IDENTITY columns every file has."""
     try:
-        return spark.read.parquet(path)
+        return spark.read.option("mergeSchema", str(every_column).lower()).parquet(path)
     except AnalysisException as exc:
         # Spark's wording for a missing folder and for a folder without Parquet files
         if "PATH_NOT_FOUND" in str(exc) or "UNABLE_TO_INFER_SCHEMA" in str(exc) or "Path does not exist" in str(exc):
@@ -50,7 +62,7 @@ def store(
     Rejects already in the store (same `IDENTITY`) are left out. `detected_at` (an aware
     datetime) defaults to now.
     """
-    rows = rejects.select(*DEAD_LETTER_COLUMNS).dropDuplicates(IDENTITY)
+    rows = with_headers(rejects).select(*DEAD_LETTER_COLUMNS).dropDuplicates(IDENTITY)
     existing = read(rejects.sparkSession, path)
     if existing is not None:
         rows = rows.join(existing.select(*IDENTITY).distinct(), on=IDENTITY, how="left_anti").select(*DEAD_LETTER_COLUMNS)
@@ -65,6 +77,16 @@ def store(
     )
 
 
+def headers_of(records: DataFrame) -> Column:
+    """The records' Kafka headers, or NULL when they were read without them."""
+    return F.col(KAFKA_HEADERS) if KAFKA_HEADERS in records.columns else F.lit(None).cast(HEADERS_TYPE)
+
+
+def with_headers(records: DataFrame) -> DataFrame:
+    """`records` with a KAFKA_HEADERS column (NULL when they had none)."""
+    return records if KAFKA_HEADERS in records.columns else records.withColumn(KAFKA_HEADERS, headers_of(records))
+
+
 def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, message: str) -> DataFrame:
     """Every record of `raw` (Kafka source rows) as a reject with the same reason."""
     where = F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset"))
@@ -77,4 +99,5 @@ def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, messa
         "value",
         F.lit(error_class).alias("error_class"),
         F.concat(where, F.lit(": " + message)).alias("error_message"),
+        headers_of(raw).alias(KAFKA_HEADERS),
     )

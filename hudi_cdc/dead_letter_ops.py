@@ -80,7 +80,7 @@ def point_in_time(text: str, *, now: datetime | None = None) -> datetime:
 
 def select(spark: SparkSession, path: str, selection: Selection) -> DataFrame | None:
     """The selected dead letters, or None when the store is empty."""
-    letters = read(spark, path)
+    letters = read(spark, path, every_column=True)
     return None if letters is None else letters.filter(selection.condition())
 
 
@@ -132,7 +132,13 @@ def render(row: Row, *, avro: AvroBodies | None = None) -> dict[str, Any]:
         "batch_id": row["batch_id"],
         "key": decode_bytes(row["key"], avro=avro),
         "value": decode_bytes(row["value"], avro=avro),
+        "headers": _headers(row.asDict().get("headers")),
     }
+
+
+def _headers(headers: list[Row] | None) -> list[list[Any]] | None:
+    """Kafka headers as [key, value] pairs in record order (a key may repeat), values as `decode_bytes` reads them."""
+    return None if headers is None else [[h["key"], decode_bytes(h["value"])] for h in headers]
 
 
 def decode_bytes(data: bytes | bytearray | None, *, avro: AvroBodies | None = None) -> Any:

@@ -45,7 +45,18 @@ from hudi_cdc.decode_order import (
 )
 from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas, held_decimals
 from hudi_cdc.decode_values import Values, typed_values
-from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
+from hudi_cdc.events import (
+    KAFKA_HEADERS,
+    KAFKA_OFFSET,
+    KAFKA_PARTITION,
+    KAFKA_TOPIC,
+    OP,
+    ORDER,
+    PRESENT,
+    SOURCE,
+    TS_MS,
+    Op,
+)
 from hudi_cdc.lineage import checkpointed
 from hudi_cdc.plan_cache import PlanCache, with_levels
 from hudi_cdc.toast import toast_values
@@ -277,8 +288,9 @@ def envelope_schema() -> Column:
     return F.when(F.col(_HAS_ENV), F.col(_SCHEMA))
 
 
-def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes) -> list[list[Column]]:
-    """Levels adding the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map."""
+def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes, *, headers: bool) -> list[list[Column]]:
+    """Levels adding the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map.
+    `headers`: the records have KAFKA_HEADERS (a flattened row's metadata may be there)."""
     payload = F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON))
     top = _parsed_or_null(F.col(_PAYLOAD), _top_level(table, types))
     if table.mode == "patch":
@@ -291,7 +303,13 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
         )
         envelope_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
     elif table.mode == "flattened":
-        envelope_levels = [[top.alias(_TOP), flattened_envelope(F.col(_PAYLOAD), table.flattened_prefix).alias(_ENV)]]
+        env = flattened_envelope(
+            F.col(_PAYLOAD),
+            table.flattened_prefix,
+            F.col(KAFKA_HEADERS) if headers else None,
+            table.flattened_header_prefix,
+        )
+        envelope_levels = [[top.alias(_TOP), env.alias(_ENV)]]
     else:
         envelope_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
@@ -365,7 +383,8 @@ def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) ->
             missing_reason=(
                 f"no source position (`{p}source_file`/`{p}source_pos`/`{p}source_row`, `{p}source_lsn` or "
                 f"`{p}source_ts_ms`); add them with the SMT's `add.fields` (source.file,source.pos,source.row "
-                "or source.lsn, and source.ts_ms), or set the table's `ordering` to a column"
+                "or source.lsn, and source.ts_ms) or its `add.headers` (behind the table's "
+                f"`flattened_header_prefix`, `{table.flattened_header_prefix}`), or set the table's `ordering` to a column"
                 if table.mode == "flattened"
                 else "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
                 "set the table's `ordering` to a column"
@@ -426,8 +445,9 @@ _PLANS: PlanCache[_Plan] = PlanCache()
 def decode(
     raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None = None, stored: StructType | None = None
 ) -> DecodeResult:
-    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset;
-    with `with_envelope`'s columns when the caller found them already).
+    """Decode one table's Kafka records (Spark Kafka source rows: key, value, topic, partition, offset,
+    and headers when the job reads them; with `with_envelope`'s columns when the caller found them
+    already).
 
     Steps: find envelopes -> type the batch (its schemas) -> parse the change envelope -> typed
     values -> order -> judge each record (skipped / rejected / event), all in one projection.
@@ -444,15 +464,17 @@ def decode(
     elif envelopes is None:
         envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))
     wire = WIRE_ERROR in records.columns
-    shape = (table.model_dump_json(), tuple(envelopes), wire, held_decimals(stored))
-    plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), stored, wire=wire))
+    headers = table.mode == "flattened" and KAFKA_HEADERS in records.columns
+    shape = (table.model_dump_json(), tuple(envelopes), wire, headers, held_decimals(stored))
+    plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), stored, wire=wire, headers=headers))
     return DecodeResult(
         parsed=with_levels(records, plan.levels).select(*plan.output), tombstones=tombstones, schema=plan.schema
     )
 
 
-def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *, wire: bool) -> _Plan:
-    """Build decode's expressions for a batch with these envelope schemas (`wire`: records came as Avro).
+def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *, wire: bool, headers: bool) -> _Plan:
+    """Build decode's expressions for a batch with these envelope schemas (`wire`: records came as
+    Avro; `headers`: they carry Kafka headers a flattened row's metadata may be in).
 
     Typed values, PRESENT, ORDER and the failing check are columns of their own (a level each),
     not expressions repeated inside every later one: the checks, the event and the reject all
@@ -460,7 +482,7 @@ def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *
     executors once per use.
     """
     types = batch_types(table, envelopes, stored)
-    levels = _change_envelope(table, envelopes, types)
+    levels = _change_envelope(table, envelopes, types, headers=headers)
     parses, values = typed_values(
         types,
         table,
@@ -504,7 +526,7 @@ def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *
             F.struct(F.col("topic"), F.col("partition"), F.col("offset"), F.col(_SKIP).alias("reason")),
         ).alias(_SKIPPED),
         F.struct(*_event_columns(table, types, values, op, present, order)).alias(_EVENT),
-        F.when(failed.isNotNull(), F.struct(*reject_columns(table, wire, error_class, error))).alias(_REJECT),
+        F.when(failed.isNotNull(), F.struct(*reject_columns(table, error_class, error, wire=wire, headers=headers))).alias(_REJECT),
     )
     return _Plan(levels=tuple(tuple(level) for level in levels), output=output, schema=types.schema)
 

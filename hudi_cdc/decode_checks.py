@@ -18,10 +18,11 @@ from pyspark.sql.types import DataType, DateType, DecimalType, TimestampType
 
 from hudi_cdc.avro.wire import WIRE_KEY, WIRE_VALUE
 from hudi_cdc.config import TableConfig
+from hudi_cdc.dead_letter import HEADERS_TYPE
 from hudi_cdc.debezium_types import MAX_PRECISION
 from hudi_cdc.decode_schema import BatchTypes
 from hudi_cdc.decode_values import Values
-from hudi_cdc.events import Op
+from hudi_cdc.events import KAFKA_HEADERS, Op
 
 VALID_OPS = ", ".join(o.value for o in Op)
 IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
@@ -198,11 +199,12 @@ def checks(
     ]  # fmt: skip
 
 
-def reject_columns(table: TableConfig, wire: bool, error_class: Column, error: Column) -> list[Column | str]:
+def reject_columns(table: TableConfig, error_class: Column, error: Column, *, wire: bool, headers: bool) -> list[Column | str]:
     """The dead-letter row of a rejected record (dead_letter.py's columns).
 
     `wire`: the records came through avro/wire.py, whose WIRE_KEY/WIRE_VALUE hold the bytes as
     read from Kafka (Avro), so a replay sends the original record, not its JSON rendering.
+    `headers`: the table reads the records' KAFKA_HEADERS, kept so a replay has them too.
     """
     return [
         F.lit(table.name).alias("table"),
@@ -218,4 +220,5 @@ def reject_columns(table: TableConfig, wire: bool, error_class: Column, error: C
             error,
             F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),
         ).alias("error_message"),
+        F.col(KAFKA_HEADERS) if headers else F.lit(None).cast(HEADERS_TYPE).alias(KAFKA_HEADERS),
     ]

@@ -20,9 +20,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc import kafka_check, locations, route_regex
 from hudi_cdc.config import Config, check_base_paths
+from hudi_cdc.dead_letter import with_headers
 from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import CdcError, ConfigError, KafkaDataLossError, KafkaLostError
+from hudi_cdc.events import KAFKA_HEADERS
 from hudi_cdc.failures import kafka_data_loss, kafka_fault
 from hudi_cdc.hudi import relayout
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
@@ -49,7 +51,7 @@ def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
         .option("subscribePattern", config.topic_pattern())
         .option("startingOffsets", kafka.starting_offsets)
         .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
-        .option("includeHeaders", "false")
+        .option("includeHeaders", str(config.reads_headers).lower())
     )
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
@@ -341,7 +343,8 @@ def replay_dead_letters(
     letters = select(spark, config.job.dead_letter_path, selection)
     if letters is None:
         return BatchMetrics(batch_id=-1)
-    raw = letters.select("key", "value", "topic", "partition", "offset").dropDuplicates(["topic", "partition", "offset"])
+    raw = with_headers(letters).select("key", "value", "topic", "partition", "offset", KAFKA_HEADERS)
+    raw = raw.dropDuplicates(["topic", "partition", "offset"])
     # batch id -1 marks a replay in the commit metadata and the logs
     metrics = run_batch(raw, BatchContext(config=config, batch_id=-1))
     metrics.log()

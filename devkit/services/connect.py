@@ -280,13 +280,21 @@ def avro_converter_config(registry_v2_url: str) -> dict[str, str]:
     return config
 
 
-def flattening_config(add_fields: str, deletes: str = "rewrite-with-tombstone", prefix: str = "__") -> dict[str, str]:
+def flattening_config(
+    add_fields: str,
+    deletes: str = "rewrite-with-tombstone",
+    prefix: str = "__",
+    *,
+    add_headers: str = "",
+    header_prefix: str = "__",
+) -> dict[str, str]:
     """Connector keys that run Debezium's ExtractNewRecordState SMT (for `mode: flattened` tables).
 
     `add_fields` is the SMT's `add.fields` (e.g. `op,source.ts_ms,source.file,source.pos`);
     `deletes` its `delete.tombstone.handling.mode` (`rewrite`: a delete as its row, `__deleted`);
-    `prefix` its `add.fields.prefix` (the table's `flattened_prefix`). Pass as `extra` to a
-    connector config.
+    `prefix` its `add.fields.prefix` (the table's `flattened_prefix`); `add_headers` and
+    `header_prefix` its `add.headers` and `add.headers.prefix` (the table's
+    `flattened_header_prefix`). Pass as `extra` to a connector config.
     """
     return {
         "transforms": "unwrap",
@@ -294,4 +302,6 @@ def flattening_config(add_fields: str, deletes: str = "rewrite-with-tombstone", 
         "transforms.unwrap.delete.tombstone.handling.mode": deletes,
         "transforms.unwrap.add.fields": add_fields,
         "transforms.unwrap.add.fields.prefix": prefix,
+        "transforms.unwrap.add.headers": add_headers,
+        "transforms.unwrap.add.headers.prefix": header_prefix,
     }

@@ -219,13 +219,16 @@ def test_mariadb_rows_flattened_by_extract_new_record_state_land_row_for_row(
     spark: SparkSession, kafka: LocalKafka, mariadb: LocalMariaDB, connect: LocalConnect, tmp_path: Path
 ) -> None:
     """`mode: flattened`: the connector runs Debezium's ExtractNewRecordState, deletes rewritten
-    (`__deleted`) and followed by tombstones, the binlog position added, the op not."""
+    (`__deleted`) and followed by tombstones, the binlog position added as Kafka headers
+    (`add.headers`, behind another prefix), the op not: the rows hold only their columns."""
     insert = (
         "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', 'pro', NULL, 1, 2),"
         " (2, 'george', -15.00, NULL, NULL, 'free', NULL, 0, 7)"
     )
-    job = Job(spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "mode": "flattened"}])
-    unwrap = flattening_config("source.ts_ms,source.file,source.pos,source.row,source.snapshot")
+    table = {"name": "customers", "key": ["id"], "mode": "flattened", "flattened_header_prefix": "hdr_"}
+    job = Job(spark, kafka, tmp_path, [table])
+    position = "source.ts_ms,source.file,source.pos,source.row,source.snapshot"
+    unwrap = flattening_config("", add_headers=position, header_prefix="hdr_")
     with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, unwrap) as qualified:
         wait_for("the snapshot", lambda: equal_to_mariadb(job, mariadb, qualified, COLUMNS))
         for statement in (
@@ -242,3 +245,4 @@ def test_mariadb_rows_flattened_by_extract_new_record_state_land_row_for_row(
         )
         outcomes = [t for b in job.batches for t in b.tables]
         assert sum(t.deleted for t in outcomes) == 2 and sum(t.tombstone for t in outcomes) == 2
+        assert sum(t.dead_letter for t in outcomes) == 0

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from hudi_cdc import dead_letter
 from hudi_cdc import dead_letter_ops as ops
@@ -74,6 +75,28 @@ def test_show_renders_position_reason_and_decoded_payloads(spark: SparkSession, 
     assert first["detected_at"] == "2024-01-01T12:00:00+00:00" and first["batch_id"] == 1
     assert shown["srv.db.customers[0]@3"]["value"] == {"name": "xé"}
     assert shown["srv.db.customers[0]@4"]["value"] == {"base64": "//4="}
+
+
+def test_headers_are_kept_beside_a_store_written_before_they_were(spark: SparkSession, tmp_path: Path) -> None:
+    """A store from before `headers` was a column (its files lack it) takes rejects with headers:
+    selecting reads both kinds of file, old rows with no headers, new ones with theirs in order."""
+    path = str(tmp_path / "dead_letter")
+    before = _rejects(spark, [("flat", 1, "MissingOrder", b"{}")]).withColumn("job", F.lit("j"))
+    before.withColumn("batch_id", F.lit(1).cast("long")).withColumn("detected_at", F.current_timestamp()).write.partitionBy(
+        "table"
+    ).parquet(path)
+    headers = F.array(
+        F.struct(F.lit("__source_pos").alias("key"), F.lit(b"12a").alias("value")),
+        F.struct(F.lit("__op").alias("key"), F.lit(b"u").alias("value")),
+    )
+    dead_letter.store(
+        _rejects(spark, [("flat", 2, "BadOrder", b"{}")]).withColumn("headers", headers), path=path, job="j", batch_id=2
+    )
+    letters = ops.select(spark, path, ops.Selection(tables=("flat",)))
+    assert letters is not None
+    shown = {r["record"]: r for r in ops.records(letters, limit=10)}
+    assert shown["srv.db.flat[0]@1"]["headers"] is None
+    assert shown["srv.db.flat[0]@2"]["headers"] == [["__source_pos", "12a"], ["__op", "u"]]
 
 
 def test_listing_is_newest_first_with_one_line_messages(spark: SparkSession, store: str) -> None:

@@ -333,6 +333,76 @@ def test_flattened_rows_with_unqualified_source_fields_order_like_qualified_ones
     assert events[2]["_cdc_order"] == lsn_order(lsn=24023128, snapshot=False, partition=0, offset=2, last_committed=24023119, tx_id=555)
 
 
+KAFKA_HEADER_COLUMNS = f"{KAFKA_COLUMNS}, headers array<struct<key:string,value:binary>>"
+
+
+def _with_headers(spark: SparkSession, rows: Sequence[tuple[bytes, list[tuple[str, str]]]]) -> DataFrame:
+    """Kafka source rows (offsets 0..) of flattened values with their headers, as Spark reads them
+    with `includeHeaders`: each header's value is its text in UTF-8 (SimpleHeaderConverter)."""
+    return spark.createDataFrame(
+        [
+            (None, value, "srv.db.t", 0, offset, T0, [(k, v.encode()) for k, v in headers])
+            for offset, (value, headers) in enumerate(rows)
+        ],
+        KAFKA_HEADER_COLUMNS,
+    )
+
+
+def _binlog_headers(op: str | None, pos: int, *, snapshot: str | None = None, prefix: str = "__") -> list[tuple[str, str]]:
+    """What `add.headers=op,source.ts_ms,source.file,source.pos,source.row,source.snapshot` adds."""
+    headers = [("source_ts_ms", "1700000000000"), ("source_file", "mariadb-bin.000001"), ("source_pos", str(pos)), ("source_row", "0")]
+    headers += [("op", op)] if op else []
+    headers += [("source_snapshot", snapshot)] if snapshot else []
+    return [(prefix + name, value) for name, value in headers]
+
+
+@pytest.mark.parametrize("header_prefix", ["__", "hdr_"])
+def test_flattened_rows_read_their_position_and_op_from_the_smts_headers(spark: SparkSession, header_prefix: str) -> None:
+    """`add.headers` instead of `add.fields`: the row holds only its columns (and `__deleted`), the
+    metadata comes as Kafka headers behind `add.headers.prefix`; it orders and judges the same."""
+
+    def row(values: dict[str, Any], *, deleted: bool = False) -> bytes:
+        return json.dumps(values | {"__deleted": str(deleted).lower()}).encode()
+
+    rows = [
+        (row({"id": 2, "b": "y"}), _binlog_headers("r", 2079, snapshot="last", prefix=header_prefix)),
+        (row({"id": 2, "b": "z"}), _binlog_headers("u", 2259, prefix=header_prefix)),
+        (row({"id": 1, "b": "x"}, deleted=True), _binlog_headers(None, 2505, prefix=header_prefix)),
+        # a field wins over a header of the same meaning; of repeated headers the last one counts
+        (json.dumps({"id": 3, "b": "q", "__deleted": "false", "__source_pos": 3000}).encode(),
+         [*_binlog_headers("c", 1, prefix=header_prefix), (f"{header_prefix}source_row", "4")]),
+        # other headers are no metadata
+        (row({"id": 4, "b": "w"}), [("traceparent", "00-abc"), *_binlog_headers("c", 3100, prefix=header_prefix)]),
+    ]  # fmt: skip
+    table = FLAT_TABLE.model_copy(
+        update={"columns": {"id": "int", "b": "string"}, "flattened_header_prefix": header_prefix}
+    )
+    result = decode_cached(_with_headers(spark, rows), table)
+    assert result.rejects.count() == 0 and [f.name for f in result.schema.fields] == ["id", "b"]
+    events = by_offset(result.events)
+    assert [events[o]["_cdc_op"] for o in range(5)] == ["r", "u", "d", "c", "c"]
+    assert events[0]["_cdc_order"] == binlog_order(file_seq=1, pos=2079, row=0, snapshot=True, partition=0, offset=0)
+    assert events[1]["_cdc_order"] == binlog_order(file_seq=1, pos=2259, row=0, snapshot=False, partition=0, offset=1)
+    assert events[3]["_cdc_order"] == binlog_order(file_seq=1, pos=3000, row=4, snapshot=False, partition=0, offset=3)
+    assert events[1]["_cdc_source"] == "mariadb-bin.000001:2259:0" and events[1]["_cdc_ts_ms"] == 1_700_000_000_000
+    assert (events[2]["id"], events[2][PRESENT]) == (1, [])
+
+
+def test_flattened_rows_with_headers_of_another_prefix_or_a_bad_position_are_dead_lettered(spark: SparkSession) -> None:
+    """Headers behind a prefix the table does not name carry no position (MissingOrder, which says
+    where it looks); a header position that is not a number is BadOrder, never a weaker order."""
+    row = json.dumps({"id": 1, "b": "x", "__deleted": "false"}).encode()
+    bad_pos = [(n, "12a" if n == "__source_pos" else v) for n, v in _binlog_headers("u", 1)]
+    bad_lsn = [("__op", "u"), ("__lsn", "0/16B3748"), ("__source_ts_ms", "1700000000000")]
+    table = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string"}})
+    raw = _with_headers(spark, [(row, _binlog_headers("u", 1, prefix="hdr_")), (row, bad_pos), (row, bad_lsn)])
+    rejects = by_offset(decode_cached(raw, table).rejects)
+    assert [rejects[o]["error_class"] for o in range(3)] == ["MissingOrder", "BadOrder", "BadOrder"]
+    assert "add.headers" in rejects[0]["error_message"] and "`__`" in rejects[0]["error_message"]
+    # the dead letter keeps the headers, so a replay reads the same metadata
+    assert rejects[1]["headers"] == [(n, v.encode()) for n, v in bad_pos]
+
+
 def test_flattened_rows_without_a_position_or_schema_say_what_to_add(spark: SparkSession) -> None:
     plain_row = json.dumps({"id": 5, "b": "p", "__deleted": "false"}).encode()
     declared = FLAT_TABLE.model_copy(update={"columns": {"id": "int", "b": "string"}})

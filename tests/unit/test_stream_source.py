@@ -10,12 +10,12 @@ from hudi_cdc.config import parse_config
 from hudi_cdc.stream import kafka_source
 
 
-def _source_options(spark: SparkSession, kafka: dict[str, Any]) -> Any:
+def _source_options(spark: SparkSession, kafka: dict[str, Any], **table: Any) -> Any:
     config = parse_config({
         "kafka": {"bootstrap_servers": "localhost:1", **kafka},
         "job": {"checkpoint_dir": "/tmp/unused/cp", "dead_letter_path": "/tmp/unused/dl"},
         "routes": [{"topic": "srv.db.accounts", "table": "accounts"}],
-        "tables": [{"name": "accounts", "key": ["id"], "base_path": "/tmp/unused/accounts"}],
+        "tables": [{"name": "accounts", "key": ["id"], "base_path": "/tmp/unused/accounts", **table}],
     })  # fmt: skip
     # nothing connects until the query starts: the plan's relation holds the options as given
     return kafka_source(spark, config)._jdf.queryExecution().logical().extraOptions()
@@ -36,3 +36,9 @@ def test_without_settings_each_topic_partition_is_one_task(spark: SparkSession) 
     assert options.get("minPartitions") is None
     assert options.get("maxOffsetsPerTrigger") is None
     assert options.get("startingOffsets") == "earliest"
+
+
+def test_headers_are_read_only_for_a_job_with_a_flattened_table(spark: SparkSession) -> None:
+    """The SMT's `add.headers` may carry a flattened row's position; no other table reads headers."""
+    assert _source_options(spark, {}).get("includeHeaders") == "false"
+    assert _source_options(spark, {}, mode="flattened").get("includeHeaders") == "true"
