@@ -74,6 +74,10 @@ class SchemaRegistry(_Frozen):
 
     url: str
     """Base URL of the Confluent-compatible API, e.g. `http://registry:8080/apis/ccompat/v7` for Apicurio."""
+    apicurio_url: str | None = None
+    """Base URL of Apicurio's own v2 API (`http://registry:8080/apis/registry/v2`), which resolves
+    the global and content ids Apicurio's serializer writes in Kafka headers. Default: derived
+    from `url` when it is Apicurio's `/apis/ccompat/vN`."""
     username: str | None = None
     """HTTP basic auth user (with `password`), usually `${VAR}`."""
     password: str | None = Field(default=None, repr=False)
@@ -83,12 +87,20 @@ class SchemaRegistry(_Frozen):
     retry_budget: Duration = timedelta(seconds=60)
     """How long a schema fetch is retried (with backoff) before the job stops without committing."""
 
-    @field_validator("url")
+    @field_validator("url", "apicurio_url")
     @classmethod
-    def _http(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value
+
+    @property
+    def native_url(self) -> str | None:
+        """`apicurio_url`, else the v2 API beside `url`'s Apicurio ccompat API; None when neither."""
+        if self.apicurio_url is not None:
+            return self.apicurio_url.rstrip("/")
+        match = re.fullmatch(r"(.*)/apis/ccompat/v[0-9]+/?", self.url)
+        return f"{match.group(1)}/apis/registry/v2" if match else None
 
 
 class HiveSync(_Frozen):
@@ -350,8 +362,9 @@ class Config(_Frozen):
     @property
     def reads_headers(self) -> bool:
         """Does a table need the Kafka records' headers? Flattened tables read the SMT's
-        `add.headers`; no other table does, so the job reads headers only for them."""
-        return any(t.mode == "flattened" for t in self.tables)
+        `add.headers`, Avro tables the schema ids Apicurio's serializer puts there; the job reads
+        headers only when one of them is configured."""
+        return any(t.mode == "flattened" or t.format != "json" or (t.key_format or "json") != "json" for t in self.tables)
 
     def topic_pattern(self) -> str:
         """One regex covering every route, for Kafka's `subscribePattern`."""

@@ -13,9 +13,8 @@ from datetime import datetime
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
-from hudi_cdc.events import KAFKA_HEADERS
+from hudi_cdc.kafka_headers import HEADERS_TYPE, KAFKA_HEADERS
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +29,8 @@ DEAD_LETTER_COLUMNS = [
     "error_message",
     KAFKA_HEADERS,
 ]
-
-HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-"""Kafka headers as Spark's Kafka source gives them. Kept for the records of tables that read
-them (flattened rows' `add.headers`), so a replay sees what the job saw; NULL for the rest."""
+"""KAFKA_HEADERS is kept for the records of tables that read headers, so a replay sees what the
+job saw; NULL for the rest."""
 
 IDENTITY = ["topic", "partition", "offset", "error_class"]
 """What makes a dead letter unique: a record and the reason it was rejected."""

@@ -17,9 +17,11 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.avro.readable import AvroBodies
+from hudi_cdc.avro.readable import AvroBodies, header_ref
+from hudi_cdc.avro.registry import SchemaRef
 from hudi_cdc.dead_letter import read
 from hudi_cdc.durations import parse_duration
+from hudi_cdc.kafka_headers import KAFKA_HEADERS
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +122,10 @@ def records(letters: DataFrame, *, limit: int, avro: AvroBodies | None = None) -
 def render(row: Row, *, avro: AvroBodies | None = None) -> dict[str, Any]:
     """One dead letter for people and machines: position, reason, key and value decoded.
 
-    With `avro`, framed Avro keys and values are decoded with their writer schemas.
+    With `avro`, Avro keys and values (framed, or named by an Apicurio id header) are decoded
+    with their writer schemas.
     """
+    headers = row.asDict().get(KAFKA_HEADERS)
     return {
         "record": _where(row),
         "table": row["table"],
@@ -130,24 +134,25 @@ def render(row: Row, *, avro: AvroBodies | None = None) -> dict[str, Any]:
         "detected_at": _iso(row["_detected"]),
         "job": row["job"],
         "batch_id": row["batch_id"],
-        "key": decode_bytes(row["key"], avro=avro),
-        "value": decode_bytes(row["value"], avro=avro),
-        "headers": _headers(row.asDict().get("headers")),
+        "key": decode_bytes(row["key"], avro=avro, header_ref=header_ref(headers, "key")),
+        "value": decode_bytes(row["value"], avro=avro, header_ref=header_ref(headers, "value")),
+        "headers": _headers(headers),
     }
 
 
-def _headers(headers: list[Row] | None) -> list[list[Any]] | None:
+def _headers(headers: list[Any] | None) -> list[list[Any]] | None:
     """Kafka headers as [key, value] pairs in record order (a key may repeat), values as `decode_bytes` reads them."""
     return None if headers is None else [[h["key"], decode_bytes(h["value"])] for h in headers]
 
 
-def decode_bytes(data: bytes | bytearray | None, *, avro: AvroBodies | None = None) -> Any:
-    """Avro (with `avro`) when framed, else JSON when UTF-8 JSON, else the UTF-8 text, else {"base64": ...}."""
+def decode_bytes(data: bytes | bytearray | None, *, avro: AvroBodies | None = None, header_ref: SchemaRef | None = None) -> Any:
+    """Avro (with `avro`) when framed or named by `header_ref`, else JSON when UTF-8 JSON, else the
+    UTF-8 text, else {"base64": ...}."""
     if data is None:
         return None
     raw = bytes(data)
     if avro is not None:
-        readable = avro.decode(raw)
+        readable = avro.decode(raw, header_ref)
         if readable is not None:
             return readable
     try:

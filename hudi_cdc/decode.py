@@ -46,7 +46,6 @@ from hudi_cdc.decode_order import (
 from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas, held_decimals
 from hudi_cdc.decode_values import Values, typed_values
 from hudi_cdc.events import (
-    KAFKA_HEADERS,
     KAFKA_OFFSET,
     KAFKA_PARTITION,
     KAFKA_TOPIC,
@@ -57,6 +56,7 @@ from hudi_cdc.events import (
     TS_MS,
     Op,
 )
+from hudi_cdc.kafka_headers import KAFKA_HEADERS
 from hudi_cdc.lineage import checkpointed
 from hudi_cdc.plan_cache import PlanCache, with_levels
 from hudi_cdc.toast import toast_values
@@ -464,7 +464,7 @@ def decode(
     elif envelopes is None:
         envelopes = distinct_schemas(records, F.col(_SCHEMA), F.col(_HAS_ENV))
     wire = WIRE_ERROR in records.columns
-    headers = table.mode == "flattened" and KAFKA_HEADERS in records.columns
+    headers = KAFKA_HEADERS in records.columns
     shape = (table.model_dump_json(), tuple(envelopes), wire, headers, held_decimals(stored))
     plan = _PLANS.get(shape, lambda: _plan(table, list(envelopes), stored, wire=wire, headers=headers))
     return DecodeResult(
@@ -474,7 +474,8 @@ def decode(
 
 def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *, wire: bool, headers: bool) -> _Plan:
     """Build decode's expressions for a batch with these envelope schemas (`wire`: records came as
-    Avro; `headers`: they carry Kafka headers a flattened row's metadata may be in).
+    Avro; `headers`: they carry their Kafka headers, where a flattened row's metadata may be, and
+    which a reject keeps).
 
     Typed values, PRESENT, ORDER and the failing check are columns of their own (a level each),
     not expressions repeated inside every later one: the checks, the event and the reject all

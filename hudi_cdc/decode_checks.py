@@ -18,11 +18,11 @@ from pyspark.sql.types import DataType, DateType, DecimalType, TimestampType
 
 from hudi_cdc.avro.wire import WIRE_KEY, WIRE_VALUE
 from hudi_cdc.config import TableConfig
-from hudi_cdc.dead_letter import HEADERS_TYPE
 from hudi_cdc.debezium_types import MAX_PRECISION
 from hudi_cdc.decode_schema import BatchTypes
 from hudi_cdc.decode_values import Values
-from hudi_cdc.events import KAFKA_HEADERS, Op
+from hudi_cdc.events import Op
+from hudi_cdc.kafka_headers import HEADERS_TYPE, KAFKA_HEADERS
 
 VALID_OPS = ", ".join(o.value for o in Op)
 IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)

@@ -16,10 +16,11 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, LongType, StringType, StructField, StructType
 
 from hudi_cdc.decode_order import SOURCE_STRUCT
 from hudi_cdc.events import SMT_DELETED, Op
+from hudi_cdc.kafka_headers import last_header
 
 _UNQUALIFIED_SOURCE = [f.name for f in SOURCE_STRUCT.fields if f.name != "ts_ms"]
 """`source` fields the SMT also takes from `add.fields` without the struct's name (`lsn`, not
@@ -84,11 +85,8 @@ def is_passed_through_schema(schema: dict[str, Any]) -> bool:
 
 
 def _header_text(headers: Column, name: str) -> Column:
-    """The text of the record's last header named `name` (Kafka's `lastHeader`), NULL without one."""
-    last = F.aggregate(
-        headers, F.lit(None).cast(BinaryType()), lambda found, h: F.when(h["key"] == name, h["value"]).otherwise(found)
-    )
-    return last.cast(StringType())
+    """The text of the record's last header named `name`, NULL without one."""
+    return last_header(headers, name).cast(StringType())
 
 
 def _from_header(text: Column, dtype: DataType) -> Column:

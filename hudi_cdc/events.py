@@ -66,10 +66,6 @@ KAFKA_TOPIC = "_kafka_topic"
 KAFKA_PARTITION = "_kafka_partition"
 KAFKA_OFFSET = "_kafka_offset"
 
-KAFKA_HEADERS = "headers"
-"""The Kafka source rows' headers (Spark's `includeHeaders`: an array of (key, value bytes) in
-record order, a key possibly repeated), read only when a flattened table needs them."""
-
 SMT_DELETED = "__deleted"
 """The field ExtractNewRecordState's `rewrite` delete handling adds to a flattened row ("true"
 on a delete). Debezium names it so whatever the SMT's `add.fields.prefix`."""

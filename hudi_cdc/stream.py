@@ -24,7 +24,6 @@ from hudi_cdc.dead_letter import with_headers
 from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import CdcError, ConfigError, KafkaDataLossError, KafkaLostError
-from hudi_cdc.events import KAFKA_HEADERS
 from hudi_cdc.failures import kafka_data_loss, kafka_fault
 from hudi_cdc.hudi import relayout
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
@@ -33,6 +32,7 @@ from hudi_cdc.hudi.recovery import recover_table_config
 from hudi_cdc.hudi.table import created_with, table_exists, table_version
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.kafka_gaps import LenientGaps
+from hudi_cdc.kafka_headers import KAFKA_HEADERS
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.pipeline import BatchContext, run_batch

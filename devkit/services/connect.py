@@ -256,26 +256,24 @@ _JSON_TOPICS = {
 }
 
 
-def avro_converter_config(registry_v2_url: str) -> dict[str, str]:
-    """Connector keys for Apicurio's Avro converter (2.6.x, Debezium's pin) writing the Confluent wire format.
+def avro_converter_config(registry_v2_url: str, *, framing: str = "wire") -> dict[str, str]:
+    """Connector keys for Apicurio's Avro converter (2.6.x, Debezium's pin).
 
-    `registry_v2_url` is Apicurio's v2 API (`.../apis/registry/v2`, which 3.x still serves). With
-    `as-confluent` + `use-id=contentId` each record is 0x00, a 4-byte content id, the Avro body,
-    and the content id is what the registry's `/apis/ccompat/v7/schemas/ids/{id}` takes.
-    Pass as `extra` to `mariadb_connector_config`.
+    `registry_v2_url` is Apicurio's v2 API (`.../apis/registry/v2`, which 3.x still serves).
+    `framing` "wire": with `as-confluent` + `use-id=contentId` each record is 0x00, a 4-byte
+    content id, the Avro body, and the content id is what the registry's
+    `/apis/ccompat/v7/schemas/ids/{id}` takes. "headers": only the keys Debezium's documentation
+    sets, so the converter's defaults hold: the bare body, the global id in a Kafka header
+    (`apicurio.value.globalId`). Pass as `extra` to `mariadb_connector_config`.
     """
     config = {"schema.name.adjustment.mode": "avro", "field.name.adjustment.mode": "avro"}
+    keys = {"url": registry_v2_url, "auto-register": "true", "find-latest": "true"}
+    if framing == "wire":
+        keys |= {"as-confluent": "true", "use-id": "contentId", "headers.enabled": "false"}
     for side in ("key", "value"):
         prefix = f"{side}.converter"
         config[prefix] = AVRO_CONVERTER
-        for name, value in {
-            "url": registry_v2_url,
-            "auto-register": "true",
-            "find-latest": "true",
-            "as-confluent": "true",
-            "use-id": "contentId",
-            "headers.enabled": "false",
-        }.items():
+        for name, value in keys.items():
             config[f"{prefix}.apicurio.registry.{name}"] = value
     return config
 

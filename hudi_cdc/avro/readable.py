@@ -14,33 +14,51 @@ from typing import Any
 
 import fastavro
 
-from hudi_cdc.avro.registry import SchemaFetcher
+from hudi_cdc.avro.registry import SchemaFetcher, SchemaRef
+from hudi_cdc.avro.wire import HEADER_ID_KINDS
 from hudi_cdc.errors import RegistryUnavailableError
 
 
 class AvroBodies:
-    """Decodes framed Avro bytes (0x00, schema id, body) with the writer schema from the registry."""
+    """Decodes Avro bytes with the writer schema from the registry: framed (0x00, schema id, body),
+    or a bare body whose id Apicurio's serializer put in a header (`header_ref`)."""
 
     def __init__(self, fetcher: SchemaFetcher) -> None:
         self.fetcher = fetcher
 
-    def decode(self, raw: bytes) -> dict[str, Any] | None:
-        """{"avro_schema_id", "avro"} for a readable record; with an "error" when not; None if not framed."""
-        if len(raw) < 5 or raw[0] != 0:
+    def decode(self, raw: bytes, header_ref: SchemaRef | None = None) -> dict[str, Any] | None:
+        """{"avro_schema_id", "avro"} for a readable record; with an "error" when not; None if
+        neither framed nor named by a header."""
+        if header_ref is not None:
+            ref, body = header_ref, raw
+        elif len(raw) >= 5 and raw[0] == 0:
+            ref, body = SchemaRef("ccompat", int.from_bytes(raw[1:5], "big")), raw[5:]
+        else:
             return None
-        schema_id = int.from_bytes(raw[1:5], "big")
-        unread = {"avro_schema_id": schema_id, "base64": base64.b64encode(raw).decode("ascii")}
+        shown: Any = ref.id if ref.kind == "ccompat" else str(ref)
+        unread = {"avro_schema_id": shown, "base64": base64.b64encode(raw).decode("ascii")}
         try:
-            text = self.fetcher.schema(schema_id)
+            text = self.fetcher.schema(ref)
         except RegistryUnavailableError as exc:
             return {**unread, "error": f"registry unavailable: {exc.reason}"}
         if text is None:
             return {**unread, "error": "unknown schema id"}
         try:
-            datum = fastavro.schemaless_reader(io.BytesIO(raw[5:]), fastavro.parse_schema(json.loads(text)))
+            datum = fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(json.loads(text)))
         except Exception as exc:  # a body that does not match its schema: show why, keep the bytes
             return {**unread, "error": f"body does not decode: {type(exc).__name__}: {exc}"}
-        return {"avro_schema_id": schema_id, "avro": _plain(datum)}
+        return {"avro_schema_id": shown, "avro": _plain(datum)}
+
+
+def header_ref(headers: list[Any] | None, side: str) -> SchemaRef | None:
+    """The schema an Apicurio id header names for `side` (key or value), the last of its name;
+    None without one. `headers`: (key, value bytes) pairs in record order."""
+    found: SchemaRef | None = None
+    for name, value in headers or []:
+        for kind in HEADER_ID_KINDS:
+            if name == f"apicurio.{side}.{kind}" and value is not None and len(value) == 8:
+                found = SchemaRef(kind, int.from_bytes(value, "big"))
+    return found
 
 
 def _plain(value: Any) -> Any:

@@ -1,7 +1,10 @@
-"""Avro Kafka records (Confluent wire format) -> the JSON path's input, in Spark, per schema id.
+"""Avro Kafka records -> the JSON path's input, in Spark, per schema id.
 
-Each record's value (and key) is `0x00 | schema id (4 bytes, big-endian) | Avro body`. The
-distinct ids of a batch go to the driver (a tiny aggregation, never the records), their writer
+Each record's value (and key) is either `0x00 | schema id (4 bytes, big-endian) | Avro body`
+(the Confluent wire format), or the Avro body alone with the id in a Kafka header
+`apicurio.value.globalId` (`.contentId`; `apicurio.key.*` for keys), 8 bytes big-endian, as
+Apicurio's serializer writes by default (`apicurio.registry.headers.enabled`). A header wins
+over the bytes. The distinct ids of a batch go to the driver (a tiny aggregation, never the records), their writer
 schemas come from the registry, and each body is decoded with spark-avro's `from_avro` under
 its own writer schema, so several schema ids in one batch (a column added mid-batch) each decode
 exactly. The decoded struct is written back as the JsonConverter's envelope,
@@ -24,8 +27,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
 from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, required_fields, spark_schema
-from hudi_cdc.avro.registry import SchemaFetcher
+from hudi_cdc.avro.registry import IdKind, SchemaFetcher, SchemaRef
 from hudi_cdc.config import TableConfig, WireFormat
+from hudi_cdc.kafka_headers import KAFKA_HEADERS, last_header
 
 WIRE_KEY = "__wire_key"
 """The record's key as read from Kafka (Avro bytes), for the dead-letter store."""
@@ -60,6 +64,44 @@ def body(data: Column) -> Column:
     return data.substr(_HEADER + 1, 2**31 - 1)
 
 
+HEADER_ID_KINDS: tuple[IdKind, ...] = ("globalId", "contentId")
+"""The ids Apicurio's serializer may put in headers (its `apicurio.registry.use-id`)."""
+
+
+def _header_ref(side: str, headers: Column) -> Column:
+    """`kind:id` of the record's Apicurio id header for `side`, NULL without one (or with a
+    value that is not 8 bytes, which no Apicurio version writes)."""
+    refs = []
+    for kind in HEADER_ID_KINDS:
+        value = last_header(headers, f"apicurio.{side}.{kind}")
+        number = F.conv(F.hex(value), 16, 10).cast("long")
+        refs.append(F.when(F.length(value) == 8, F.concat(F.lit(f"{kind}:"), number.cast("string"))))
+    return F.coalesce(*refs)
+
+
+@dataclass(frozen=True)
+class _Framing:
+    """Where one side's schema id and Avro body are."""
+
+    ref: Column
+    """`str(SchemaRef)`, NULL when the bytes name no schema."""
+    body: Column
+    """The Avro body."""
+    in_header: Column
+    """The id came from a header (the body is the whole value)."""
+
+
+def _framing(side: str, data: Column, headers: Column | None) -> _Framing:
+    payload_ref = F.when(is_framed(data), F.concat(F.lit("ccompat:"), schema_id(data).cast("string")))
+    if headers is None:
+        return _Framing(ref=payload_ref, body=body(data), in_header=F.lit(False))
+    header_ref = _header_ref(side, headers)
+    in_header = header_ref.isNotNull()
+    return _Framing(
+        ref=F.coalesce(header_ref, payload_ref), body=F.when(in_header, data).otherwise(body(data)), in_header=in_header
+    )
+
+
 @dataclass(frozen=True)
 class _Readable:
     """What one schema id decodes with."""
@@ -72,37 +114,41 @@ class _Readable:
     """Top-level fields that cannot be null (see `_decoded`)."""
 
 
-def _readable(fetcher: SchemaFetcher, ids: list[int]) -> tuple[dict[int, _Readable], dict[int, str]]:
+def _readable(fetcher: SchemaFetcher, refs: list[SchemaRef]) -> tuple[dict[SchemaRef, _Readable], dict[SchemaRef, str]]:
     """Known ids -> how to read them; unusable ids -> why not."""
-    readable: dict[int, _Readable] = {}
-    unusable: dict[int, str] = {}
-    for schema_id_, text in fetcher.schemas(ids).items():
+    readable: dict[SchemaRef, _Readable] = {}
+    unusable: dict[SchemaRef, str] = {}
+    for ref, text in fetcher.schemas(refs).items():
         if text is None:
-            unusable[schema_id_] = f"unknown schema id {schema_id_} (the registry does not know it)"
+            unusable[ref] = f"unknown schema id {_named(ref)} (the registry does not know it)"
             continue
         try:
             connect = json.dumps(connect_schema(text), separators=(",", ":"))
-            readable[schema_id_] = _Readable(spark=spark_schema(text), connect=connect, required=required_fields(text))
+            readable[ref] = _Readable(spark=spark_schema(text), connect=connect, required=required_fields(text))
         except (AvroSchemaError, ValueError, KeyError, TypeError) as exc:
-            unusable[schema_id_] = f"schema id {schema_id_} is not a Kafka Connect Avro record schema: {exc}"
+            unusable[ref] = f"schema id {_named(ref)} is not a Kafka Connect Avro record schema: {exc}"
     return readable, unusable
 
 
-def _decoded(records: DataFrame, data: Column, readable: dict[int, _Readable], render: str, name: str) -> DataFrame:
+def _named(ref: SchemaRef) -> str:
+    """How messages name a schema: the wire format's id as a number, a header's with its kind."""
+    return str(ref.id) if ref.kind == "ccompat" else f"{ref.id} (Apicurio {ref.kind}, from a Kafka header)"
+
+
+def _decoded(records: DataFrame, framing: _Framing, readable: dict[SchemaRef, _Readable], render: str, name: str) -> DataFrame:
     """Add column `name`: per id, from_avro with its writer schema rendered as JSON text (NULL if the body does not decode).
 
     from_avro's PERMISSIVE mode turns a body that does not decode into a struct of NULLs, not a
     NULL, so a failed decode is told by a NULL in a field the writer schema makes non-nullable
     (a successful decode never yields one; Debezium's envelope has `op`, keys their columns).
     """
-    ident = schema_id(data)
     texts: list[Column] = []
     structs: list[str] = []
-    for i, how in readable.items():
-        struct_name = f"{name}_{i}"
+    for n, (ref, how) in enumerate(readable.items()):
+        struct_name = f"{name}_{n}"
         # one column per id, so each body is decoded once (the struct is used several times below)
         records = records.withColumn(
-            struct_name, F.when(ident == F.lit(i), from_avro(body(data), how.spark, {"mode": "PERMISSIVE"}))
+            struct_name, F.when(framing.ref == F.lit(str(ref)), from_avro(framing.body, how.spark, {"mode": "PERMISSIVE"}))
         )
         structs.append(struct_name)
         struct = F.col(struct_name)
@@ -121,47 +167,59 @@ def _decoded(records: DataFrame, data: Column, readable: dict[int, _Readable], r
     return records.withColumn(name, decoded).drop(*structs)
 
 
-def _error(side: str, data: Column, fmt: WireFormat, decoded: Column, unusable: dict[int, str]) -> Column:
-    ident = schema_id(data)
-    framed = is_framed(data)
+def _error(side: str, data: Column, framing: _Framing, fmt: WireFormat, decoded: Column, unusable: dict[SchemaRef, str]) -> Column:
+    framed = framing.ref.isNotNull()
     reason: Column = F.when(
         data.isNotNull() & ~framed & F.lit(fmt == "avro"),
         F.concat(
             F.lit(f"the {side} is not in the Avro wire format (first byte 0x"),
             F.coalesce(F.hex(F.substring(data, 1, 1)), F.lit("")),
-            F.lit(", expected 0x00 and a 4-byte schema id); check the connector's converter or the table's format"),
+            F.lit(
+                ", expected 0x00 and a 4-byte schema id) and has no Apicurio id header "
+                f"(apicurio.{side}.globalId or .contentId); check the connector's converter or the table's format"
+            ),
         ),
     )
-    for i, why in unusable.items():
-        reason = reason.when(framed & (ident == F.lit(i)), F.lit(f"{side}: {why}"))
+    for ref, why in unusable.items():
+        reason = reason.when(framing.ref == F.lit(str(ref)), F.lit(f"{side}: {why}"))
     return reason.when(
         framed & decoded.isNull(),
-        F.concat(F.lit(f"the {side}'s Avro body does not decode with its writer schema (id "), ident.cast("string"), F.lit(")")),
+        F.concat(
+            F.lit(f"the {side}'s Avro body does not decode with its writer schema (id "),
+            F.regexp_replace(framing.ref, "^ccompat:", ""),
+            F.lit(")"),
+        ),
     )
 
 
 def avro_as_json(records: DataFrame, table: TableConfig, fetcher: SchemaFetcher) -> DataFrame:
-    """Kafka rows whose Avro values/keys are rewritten as JSON, plus WIRE_KEY, WIRE_VALUE, WIRE_ERROR."""
+    """Kafka rows whose Avro values/keys are rewritten as JSON, plus WIRE_KEY, WIRE_VALUE, WIRE_ERROR.
+
+    With KAFKA_HEADERS among `records`' columns, Apicurio's id headers are read too."""
     key_format = table.key_format or table.format
     sides = [(side, fmt) for side, fmt in (("value", table.format), ("key", key_format)) if fmt != "json"]
-    ids_of = [F.when(is_framed(F.col(side)), schema_id(F.col(side))) for side, _ in sides]
-    ids = sorted(
-        int(row["id"])
-        for row in records.select(F.explode(F.array(*ids_of)).alias("id")).where("id IS NOT NULL").distinct().collect()
-    )
-    readable, unusable = _readable(fetcher, ids)
-    log.info("table %s: Avro schema ids in batch %s (%d unusable)", table.name, ids, len(unusable))
-
+    headers = F.col(KAFKA_HEADERS) if KAFKA_HEADERS in records.columns else None
+    framings = {side: _framing(side, F.col(WIRE_VALUE if side == "value" else WIRE_KEY), headers) for side, _ in sides}
     out = records.withColumn(WIRE_KEY, F.col("key")).withColumn(WIRE_VALUE, F.col("value"))
+    texts = out.select(F.explode(F.array(*[f.ref for f in framings.values()])).alias("ref")).where("ref IS NOT NULL")
+    refs = sorted(_ref(row["ref"]) for row in texts.distinct().collect())
+    readable, unusable = _readable(fetcher, refs)
+    log.info("table %s: Avro schema ids in batch %s (%d unusable)", table.name, [str(r) for r in refs], len(unusable))
+
     errors: list[Column] = []
     for side, fmt in sides:
         data = F.col(WIRE_VALUE if side == "value" else WIRE_KEY)
         decoded_name = f"__decoded_{side}"
         # the value becomes the JsonConverter's envelope; a key only needs its payload
-        out = _decoded(out, data, readable, "envelope" if side == "value" else "payload", decoded_name)
+        out = _decoded(out, framings[side], readable, "envelope" if side == "value" else "payload", decoded_name)
         decoded = F.col(decoded_name)
-        errors.append(_error(side, data, fmt, decoded, unusable))
+        errors.append(_error(side, data, framings[side], fmt, decoded, unusable))
         # a record that cannot be read keeps its bytes (non-NULL, so never taken for a tombstone)
         out = out.withColumn(side, F.when(decoded.isNotNull(), F.encode(decoded, "UTF-8")).otherwise(data))
     out = out.withColumn(WIRE_ERROR, F.coalesce(*errors) if len(errors) > 1 else errors[0])
     return out.drop(*[f"__decoded_{side}" for side, _ in sides])
+
+
+def _ref(text: str) -> SchemaRef:
+    kind, _, number = text.partition(":")
+    return SchemaRef(kind, int(number))  # type: ignore[arg-type]  # the kinds `_framing` writes

@@ -27,6 +27,7 @@ from tests.unit.test_decode import decode_cached
 pytestmark = pytest.mark.integration
 
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+HEADERS_COLUMN = "headers array<struct<key:string,value:binary>>"
 T0 = dt.datetime(2024, 6, 1, 12, 0, 0)
 
 # every kind devkit.debezium encodes: the JSON end-to-end tests' logical types and more
@@ -203,3 +204,39 @@ def test_auto_format_reads_json_and_avro_in_one_batch(spark: SparkSession, regis
     result = _decode_avro(spark, registry, mixed, table, topic)
     assert result.rejects.count() == 0
     assert _events(result) == _events(decode_cached(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
+
+
+def _id_in_headers(record: KafkaRecord, kind: str = "contentId") -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:
+    """A framed record as Apicurio's serializer writes it by default (`headers.enabled`): each
+    side's bare body, its id in an 8-byte `apicurio.<side>.<kind>` header."""
+    headers = []
+    sides = []
+    for side, data in zip(("key", "value"), record, strict=True):
+        if data is not None and data[:1] == b"\x00":
+            headers.append((f"apicurio.{side}.{kind}", int.from_bytes(data[1:5], "big").to_bytes(8, "big")))
+            data = data[5:]
+        sides.append(data)
+    return sides[0], sides[1], headers
+
+
+def test_ids_in_apicurio_headers_decode_like_the_wire_format(spark: SparkSession, registry: LocalRegistry) -> None:
+    """Apicurio's default framing: bare Avro bodies, the ids in Kafka headers, resolved through its
+    own API beside the ccompat URL; `auto` knows them by the header (a bare body may start with 0x00
+    or any byte). An id the registry does not know is dead-lettered with the headers kept."""
+    server = f"srv{uuid.uuid4().hex[:8]}"
+    topic = f"{server}.db.t"
+    json_records = corpus(server)
+    avro_records = [to_avro(r, topic=topic, register=registry.register) for r in json_records]
+    in_headers = [_id_in_headers(r) for r in avro_records]
+    unknown = (in_headers[1][0], in_headers[1][1], [("apicurio.value.globalId", (2_000_000_000).to_bytes(8, "big"))])
+    rows = [(k, v, topic, 0, o, T0 + dt.timedelta(seconds=o), h) for o, (k, v, h) in enumerate([*in_headers, unknown])]
+    raw = spark.createDataFrame(rows, f"{KAFKA_COLUMNS}, {HEADERS_COLUMN}")
+    expected = _events(decode_cached(kafka_rows(spark, json_records, topic), TableConfig(name="t", key=["id"], base_path="/unused")))
+    for fmt in ("avro", "auto"):
+        table = TableConfig(name="t", key=["id"], base_path="/unused", format=fmt)
+        result = decode_cached(avro_as_json(raw, table, _fetcher(registry)), table)
+        assert _events(result) == expected, fmt
+        (reject,) = result.rejects.collect()
+        assert reject["offset"] == len(in_headers) and reject["error_class"] == "AvroDecodeError"
+        assert "unknown schema id 2000000000 (Apicurio globalId" in reject["error_message"]
+        assert reject["headers"] == unknown[2] and reject["value"] == unknown[1]

@@ -35,6 +35,7 @@ DDL = """CREATE TABLE {t} (
 COLUMNS = ["id", "name", "balance", "born", "seen", "tier"]
 
 
+@pytest.mark.parametrize("framing", ["wire", "headers"])
 def test_mariadb_avro_changes_land_row_for_row(
     spark: SparkSession,
     kafka: LocalKafka,
@@ -42,7 +43,10 @@ def test_mariadb_avro_changes_land_row_for_row(
     connect: LocalConnect,
     registry: LocalRegistry,
     tmp_path: Path,
+    framing: str,
 ) -> None:
+    """`wire`: the converter writes the Confluent wire format; `headers`: its defaults, as
+    Debezium's documentation configures it (bare bodies, global ids in Kafka headers)."""
     insert = (
         "INSERT INTO {t} VALUES (1, 'sally', 120.50, '1990-05-17', '2024-03-01 12:30:15.123456', '2024-03-01 12:30:15.5', 'pro', '{{\"vip\": true}}'),"
         " (2, 'george', -15.00, NULL, NULL, NULL, 'free', NULL), (3, 'edward', 0.99, '2001-01-01', '2024-01-01 00:00:00', NULL, NULL, NULL)"
@@ -51,7 +55,8 @@ def test_mariadb_avro_changes_land_row_for_row(
         spark, kafka, tmp_path, [{"name": "customers", "key": ["id"], "format": "avro"}],
         schema_registry={"url": registry.ccompat_url},
     )  # fmt: skip
-    with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, avro_converter_config(registry.v2_url)) as qualified:
+    converter = avro_converter_config(registry.v2_url, framing=framing)
+    with captured_mariadb(mariadb, connect, kafka, job, DDL, insert, converter) as qualified:
 
         def snapshot_landed() -> bool:
             job.run()
@@ -89,6 +94,16 @@ def test_mariadb_avro_changes_land_row_for_row(
         by_id = {r["id"]: r for r in job.rows_spark("customers")}
         assert by_id[1]["prefs"] is not None and '"vip"' in by_id[1]["prefs"]
         assert by_id[1]["stamped"] is not None
+        # the framing this case is about is what the converter really wrote
+        topic = job.topic("customers")
+        written = (
+            spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+            .option("subscribe", topic).option("includeHeaders", "true").load()
+            .filter("value IS NOT NULL").select("headers").collect()
+        )  # fmt: skip
+        named = [{h["key"] for h in r["headers"] or []} for r in written]
+        in_headers = ["apicurio.value.globalId" in n for n in named]
+        assert in_headers == [framing == "headers"] * len(named) and len(named) >= 9
 
 
 def test_mariadb_avro_rows_flattened_by_extract_new_record_state_land_row_for_row(

@@ -38,7 +38,8 @@ def test_without_settings_each_topic_partition_is_one_task(spark: SparkSession) 
     assert options.get("startingOffsets") == "earliest"
 
 
-def test_headers_are_read_only_for_a_job_with_a_flattened_table(spark: SparkSession) -> None:
-    """The SMT's `add.headers` may carry a flattened row's position; no other table reads headers."""
+def test_headers_are_read_only_for_a_job_with_a_flattened_or_avro_table(spark: SparkSession) -> None:
+    """The SMT's `add.headers` may carry a flattened row's position, Apicurio's headers an Avro
+    record's schema id; no other table reads headers."""
     assert _source_options(spark, {}).get("includeHeaders") == "false"
     assert _source_options(spark, {}, mode="flattened").get("includeHeaders") == "true"

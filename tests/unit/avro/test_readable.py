@@ -10,8 +10,8 @@ from decimal import Decimal
 import fastavro
 
 from devkit.debezium_avro import frame
-from hudi_cdc.avro.readable import AvroBodies
-from hudi_cdc.avro.registry import SchemaFetcher
+from hudi_cdc.avro.readable import AvroBodies, header_ref
+from hudi_cdc.avro.registry import SchemaFetcher, SchemaRef
 from hudi_cdc.config import SchemaRegistry
 from hudi_cdc.dead_letter_ops import decode_bytes
 from tests.unit.avro.test_registry import API, SCHEMA, FakeRegistry, fake  # noqa: F401 - the fixture
@@ -35,3 +35,13 @@ def test_unreadable_avro_says_why_and_keeps_the_bytes(fake: FakeRegistry) -> Non
     assert decode_bytes(frame(1, b"\x02"), avro=bodies)["error"].startswith("body does not decode")
     # JSON is not framed: shown as before
     assert decode_bytes(b'{"a": 1}', avro=bodies) == {"a": 1}
+
+
+def test_a_bare_body_named_by_an_apicurio_header_is_shown_decoded(fake: FakeRegistry) -> None:  # noqa: F811
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(SCHEMA)), {"id": 8, "amount": Decimal("0.50")})
+    headers = [("apicurio.key.globalId", (99).to_bytes(8, "big")), ("apicurio.value.globalId", (11).to_bytes(8, "big"))]
+    ref = header_ref(headers, "value")
+    assert ref == SchemaRef("globalId", 11) and header_ref(headers[:1], "value") is None
+    shown = decode_bytes(out.getvalue(), avro=_bodies(fake), header_ref=ref)
+    assert shown == {"avro_schema_id": "globalId:11", "avro": {"id": 8, "amount": "0.50"}}
