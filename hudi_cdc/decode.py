@@ -45,17 +45,7 @@ from hudi_cdc.decode_order import (
 )
 from hudi_cdc.decode_schema import DECLARED, BatchTypes, batch_types, distinct_schemas, held_decimals
 from hudi_cdc.decode_values import Values, typed_values
-from hudi_cdc.events import (
-    KAFKA_OFFSET,
-    KAFKA_PARTITION,
-    KAFKA_TOPIC,
-    OP,
-    ORDER,
-    PRESENT,
-    SOURCE,
-    TS_MS,
-    Op,
-)
+from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
 from hudi_cdc.kafka_headers import KAFKA_HEADERS
 from hudi_cdc.lineage import checkpointed
 from hudi_cdc.plan_cache import PlanCache, with_levels

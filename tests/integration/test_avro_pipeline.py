@@ -28,12 +28,18 @@ from tests.unit.avro.test_registry import NATIVE, FakeRegistry, _Handler
 pytestmark = pytest.mark.integration
 
 
-def test_same_corpus_as_json_and_as_avro_gives_identical_tables(
-    spark: SparkSession, kafka: LocalKafka, registry: LocalRegistry, tmp_path: Path
-) -> None:
+def _landed_as_json(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> Job:
+    """The corpus as JSON through the job: the table the Avro runs must equal."""
     as_json = Job(spark, kafka, tmp_path / "json", [{"name": "t", "key": ["id"]}])
     as_json.produce("t", corpus(f"srv{as_json.suffix}"))
     as_json.run()
+    return as_json
+
+
+def test_same_corpus_as_json_and_as_avro_gives_identical_tables(
+    spark: SparkSession, kafka: LocalKafka, registry: LocalRegistry, tmp_path: Path
+) -> None:
+    as_json = _landed_as_json(spark, kafka, tmp_path)
 
     down = f"http://127.0.0.1:{free_port()}/apis/ccompat/v7"  # nothing listens there
     as_avro = Job(
@@ -59,9 +65,7 @@ def test_same_corpus_as_json_and_as_avro_gives_identical_tables(
 def test_dead_lettered_records_with_ids_in_headers_land_when_replayed(
     spark: SparkSession, kafka: LocalKafka, registry: LocalRegistry, tmp_path: Path
 ) -> None:
-    as_json = Job(spark, kafka, tmp_path / "json", [{"name": "t", "key": ["id"]}])
-    as_json.produce("t", corpus(f"srv{as_json.suffix}"))
-    as_json.run()
+    as_json = _landed_as_json(spark, kafka, tmp_path)
 
     # Apicurio's v2 API at first answers from a registry that knows none of the ids
     empty = FakeRegistry(("127.0.0.1", 0), _Handler)
