@@ -464,3 +464,45 @@ def test_postgres_rows_flattened_by_extract_new_record_state_land_row_for_row(
         wait_for("the last update", lambda: job.run() is not None and stored()[3] == (None, "three"))
         expected = {r[0]: (r[1], r[2]) for r in postgres.execute(f"SELECT id, a, note FROM {source.qualified}")}
         assert stored() == expected and expected[1] == (10, _note(1))
+
+
+def test_postgres_keyless_table_with_replica_identity_full_lands_row_for_row(
+    spark: SparkSession,
+    kafka: LocalKafka,
+    postgres: LocalPostgres,
+    connect: LocalConnect,
+    read_topic: ReadTopic,
+    tmp_path: Path,
+) -> None:
+    """A table without a primary key, `REPLICA IDENTITY FULL` (how PostgreSQL logs such tables):
+    Debezium sends no Kafka key and every update and delete carries the whole old row. The
+    table's `key` comes from the row; an update that leaves a TOASTed column alone keeps it."""
+    ddl = [
+        "CREATE TABLE {t} (id integer NOT NULL, a integer, note text)",
+        "ALTER TABLE {t} REPLICA IDENTITY FULL",
+        TOASTED,
+    ]
+    job = Job(spark, kafka, tmp_path, [{"name": "full", "key": ["id"]}])
+    with captured(postgres, connect, job, ddl, [(1, 1, _note(1)), (2, 2, "short")]) as source:
+        wait_for("the snapshot", source.holds({1, 2}))
+        for statement in (
+            "UPDATE {t} SET a = 10 WHERE id = 1",  # note unchanged
+            "DELETE FROM {t} WHERE id = 2",
+            "INSERT INTO {t} VALUES (3, 3, 'three')",
+            "UPDATE {t} SET a = NULL, note = 'changed' WHERE id = 3",
+        ):
+            postgres.execute(statement.format(t=source.qualified))
+        wait_for("the changes", source.holds({1, 3}))
+        records = read_topic(job.topic("full"), count=6)
+        # what this test is about really arrived: no key, whole old rows
+        assert all(r.key() is None for r in records)
+        payloads = [json.loads(value)["payload"] for r in records if (value := r.value()) is not None]
+        (delete,) = [p for p in payloads if p["op"] == "d"]
+        assert delete["before"] == {"id": 2, "a": 2, "note": "short"}
+
+        def stored() -> dict[int, tuple[Any, ...]]:
+            return {r["id"]: (r["a"], r["note"]) for r in job.rows_spark("full")}
+
+        wait_for("the last update", lambda: job.run() is not None and stored()[3] == (None, "changed"))
+        expected = {r[0]: (r[1], r[2]) for r in postgres.execute(f"SELECT id, a, note FROM {source.qualified}")}
+        assert stored() == expected and expected[1] == (10, _note(1))
