@@ -506,3 +506,24 @@ def test_postgres_keyless_table_with_replica_identity_full_lands_row_for_row(
         wait_for("the last update", lambda: job.run() is not None and stored()[3] == (None, "changed"))
         expected = {r[0]: (r[1], r[2]) for r in postgres.execute(f"SELECT id, a, note FROM {source.qualified}")}
         assert stored() == expected and expected[1] == (10, _note(1))
+
+
+def test_postgres_numerics_land_as_decimal_handling_mode_string_types_them(
+    spark: SparkSession,
+    kafka: LocalKafka,
+    postgres: LocalPostgres,
+    connect: LocalConnect,
+    tmp_path: Path,
+) -> None:
+    """`decimal.handling.mode=string` (the default `precise` is tested above): Debezium's schema
+    types the numerics as strings, so the table holds exactly the text it sent, snapshot and change."""
+    ddl = ["CREATE TABLE {t} (id integer PRIMARY KEY, amount numeric(12,2), ratio numeric)"]
+    job = Job(spark, kafka, tmp_path, [{"name": "numbers", "key": ["id"]}])
+    options = {"decimal.handling.mode": "string"}
+    with captured(postgres, connect, job, ddl, [(1, Decimal("120.50"), Decimal("0.000123456789"))], options) as source:
+        wait_for("the snapshot", source.holds({1}))
+        postgres.execute(f"INSERT INTO {source.qualified} VALUES (2, -15.00, 1E+3)")
+        wait_for("the change", source.holds({1, 2}))
+        # (PostgreSQL stores the inserted 1E+3 as 1000)
+        stored = {r["id"]: (r["amount"], r["ratio"]) for r in job.rows_spark("numbers")}
+        assert stored == {1: ("120.50", "0.000123456789"), 2: ("-15.00", "1000")}
