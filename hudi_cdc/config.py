@@ -217,6 +217,11 @@ class TableConfig(_Frozen):
     (SchemaChangeError) unless `schema_policy: allow_incompatible`: Presto cannot read `_rt`
     after a column is added (see `schema_check.diff`)."""
 
+    @property
+    def may_be_avro(self) -> bool:
+        """The table's values or keys may be Avro (`format` or `key_format` not json)."""
+        return self.format != "json" or (self.key_format or self.format) != "json"
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
@@ -364,7 +369,7 @@ class Config(_Frozen):
         """Does a table need the Kafka records' headers? Flattened tables read the SMT's
         `add.headers`, Avro tables the schema ids Apicurio's serializer puts there; the job reads
         headers only when one of them is configured."""
-        return any(t.mode == "flattened" or t.format != "json" or (t.key_format or "json") != "json" for t in self.tables)
+        return any(t.mode == "flattened" or t.may_be_avro for t in self.tables)
 
     def topic_pattern(self) -> str:
         """One regex covering every route, for Kafka's `subscribePattern`."""

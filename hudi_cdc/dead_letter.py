@@ -11,10 +11,10 @@ import logging
 from datetime import datetime
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.kafka_headers import HEADERS_TYPE, KAFKA_HEADERS
+from hudi_cdc.kafka_headers import KAFKA_HEADERS, headers_column, with_headers
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +74,6 @@ def store(
     )
 
 
-def headers_of(records: DataFrame) -> Column:
-    """The records' Kafka headers, or NULL when they were read without them."""
-    return F.col(KAFKA_HEADERS) if KAFKA_HEADERS in records.columns else F.lit(None).cast(HEADERS_TYPE)
-
-
-def with_headers(records: DataFrame) -> DataFrame:
-    """`records` with a KAFKA_HEADERS column (NULL when they had none)."""
-    return records if KAFKA_HEADERS in records.columns else records.withColumn(KAFKA_HEADERS, headers_of(records))
-
-
 def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, message: str) -> DataFrame:
     """Every record of `raw` (Kafka source rows) as a reject with the same reason."""
     where = F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset"))
@@ -96,5 +86,5 @@ def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, messa
         "value",
         F.lit(error_class).alias("error_class"),
         F.concat(where, F.lit(": " + message)).alias("error_message"),
-        headers_of(raw).alias(KAFKA_HEADERS),
+        headers_column(KAFKA_HEADERS in raw.columns).alias(KAFKA_HEADERS),
     )

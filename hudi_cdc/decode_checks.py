@@ -22,7 +22,7 @@ from hudi_cdc.debezium_types import MAX_PRECISION
 from hudi_cdc.decode_schema import BatchTypes
 from hudi_cdc.decode_values import Values
 from hudi_cdc.events import Op
-from hudi_cdc.kafka_headers import HEADERS_TYPE, KAFKA_HEADERS
+from hudi_cdc.kafka_headers import headers_column
 
 VALID_OPS = ", ".join(o.value for o in Op)
 IMAGE_OPS = (Op.CREATE.value, Op.READ.value, Op.UPDATE.value)
@@ -220,5 +220,5 @@ def reject_columns(table: TableConfig, error_class: Column, error: Column, *, wi
             error,
             F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),
         ).alias("error_message"),
-        F.col(KAFKA_HEADERS) if headers else F.lit(None).cast(HEADERS_TYPE).alias(KAFKA_HEADERS),
+        headers_column(headers),
     ]

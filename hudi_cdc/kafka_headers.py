@@ -6,7 +6,7 @@ headers (`add.headers`), and Avro records whose schema id Apicurio's serializer 
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
@@ -23,3 +23,13 @@ def last_header(headers: Column, name: str) -> Column:
     return F.aggregate(
         headers, F.lit(None).cast(BinaryType()), lambda found, h: F.when(h["key"] == name, h["value"]).otherwise(found)
     )
+
+
+def headers_column(present: bool) -> Column:
+    """KAFKA_HEADERS when the records were read with them (`present`), else a NULL of its type."""
+    return F.col(KAFKA_HEADERS) if present else F.lit(None).cast(HEADERS_TYPE).alias(KAFKA_HEADERS)
+
+
+def with_headers(records: DataFrame) -> DataFrame:
+    """`records` with a KAFKA_HEADERS column (NULL when they were read without headers)."""
+    return records if KAFKA_HEADERS in records.columns else records.withColumn(KAFKA_HEADERS, headers_column(False))

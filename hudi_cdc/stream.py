@@ -20,7 +20,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc import kafka_check, locations, route_regex
 from hudi_cdc.config import Config, check_base_paths
-from hudi_cdc.dead_letter import with_headers
 from hudi_cdc.dead_letter_ops import Selection, purge, select
 from hudi_cdc.durations import spark_interval
 from hudi_cdc.errors import CdcError, ConfigError, KafkaDataLossError, KafkaLostError
@@ -32,7 +31,7 @@ from hudi_cdc.hudi.recovery import recover_table_config
 from hudi_cdc.hudi.table import created_with, table_exists, table_version
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.kafka_gaps import LenientGaps
-from hudi_cdc.kafka_headers import KAFKA_HEADERS
+from hudi_cdc.kafka_headers import KAFKA_HEADERS, with_headers
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.pipeline import BatchContext, run_batch

@@ -15,7 +15,7 @@ from typing import Any
 import fastavro
 
 from hudi_cdc.avro.registry import SchemaFetcher, SchemaRef
-from hudi_cdc.avro.wire import HEADER_ID_KINDS
+from hudi_cdc.avro.wire import HEADER_ID_KINDS, id_header
 from hudi_cdc.errors import RegistryUnavailableError
 
 
@@ -56,7 +56,7 @@ def header_ref(headers: list[Any] | None, side: str) -> SchemaRef | None:
     found: SchemaRef | None = None
     for name, value in headers or []:
         for kind in HEADER_ID_KINDS:
-            if name == f"apicurio.{side}.{kind}" and value is not None and len(value) == 8:
+            if name == id_header(side, kind) and value is not None and len(value) == 8:
                 found = SchemaRef(kind, int.from_bytes(value, "big"))
     return found
 

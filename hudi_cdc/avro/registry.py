@@ -58,10 +58,8 @@ class SchemaFetcher:
         """ref -> the Avro schema JSON text, None for one the registry does not know."""
         return {r: self.schema(r) for r in sorted(set(refs))}
 
-    def schema(self, ref: SchemaRef | int) -> str | None:
-        """The Avro schema JSON text `ref` names (an int: a Confluent-compatible id), None when
-        the registry does not know it."""
-        ref = ref if isinstance(ref, SchemaRef) else SchemaRef("ccompat", ref)
+    def schema(self, ref: SchemaRef) -> str | None:
+        """The Avro schema JSON text `ref` names, None when the registry does not know it."""
         with self._lock:
             if ref in self._cache:
                 return self._cache[ref]

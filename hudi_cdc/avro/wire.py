@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 def uses_avro(table: TableConfig) -> bool:
     """True when the table's values or keys may be Avro."""
-    return table.format != "json" or (table.key_format or table.format) != "json"
+    return table.may_be_avro
 
 
 def is_framed(data: Column) -> Column:
@@ -68,12 +68,17 @@ HEADER_ID_KINDS: tuple[IdKind, ...] = ("globalId", "contentId")
 """The ids Apicurio's serializer may put in headers (its `apicurio.registry.use-id`)."""
 
 
+def id_header(side: str, kind: IdKind) -> str:
+    """The header Apicurio's serializer names `side`'s (key or value) schema id of `kind` in."""
+    return f"apicurio.{side}.{kind}"
+
+
 def _header_ref(side: str, headers: Column) -> Column:
     """`kind:id` of the record's Apicurio id header for `side`, NULL without one (or with a
     value that is not 8 bytes, which no Apicurio version writes)."""
     refs = []
     for kind in HEADER_ID_KINDS:
-        value = last_header(headers, f"apicurio.{side}.{kind}")
+        value = last_header(headers, id_header(side, kind))
         number = F.conv(F.hex(value), 16, 10).cast("long")
         refs.append(F.when(F.length(value) == 8, F.concat(F.lit(f"{kind}:"), number.cast("string"))))
     return F.coalesce(*refs)
@@ -86,20 +91,15 @@ class _Framing:
     ref: Column
     """`str(SchemaRef)`, NULL when the bytes name no schema."""
     body: Column
-    """The Avro body."""
-    in_header: Column
-    """The id came from a header (the body is the whole value)."""
+    """The Avro body (the whole value when a header names the schema)."""
 
 
 def _framing(side: str, data: Column, headers: Column | None) -> _Framing:
     payload_ref = F.when(is_framed(data), F.concat(F.lit("ccompat:"), schema_id(data).cast("string")))
     if headers is None:
-        return _Framing(ref=payload_ref, body=body(data), in_header=F.lit(False))
+        return _Framing(ref=payload_ref, body=body(data))
     header_ref = _header_ref(side, headers)
-    in_header = header_ref.isNotNull()
-    return _Framing(
-        ref=F.coalesce(header_ref, payload_ref), body=F.when(in_header, data).otherwise(body(data)), in_header=in_header
-    )
+    return _Framing(ref=F.coalesce(header_ref, payload_ref), body=F.when(header_ref.isNotNull(), data).otherwise(body(data)))
 
 
 @dataclass(frozen=True)

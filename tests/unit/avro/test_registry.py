@@ -80,13 +80,13 @@ def _config(fake: FakeRegistry, path: str = API, **kw: object) -> SchemaRegistry
 def test_known_id_is_fetched_once_and_cached(fake: FakeRegistry) -> None:
     fetcher = SchemaFetcher(_config(fake, username="u", password="p"), sleep=lambda _s: None)
     assert fetcher.schemas([SchemaRef("ccompat", 1), SchemaRef("ccompat", 1)]) == {SchemaRef("ccompat", 1): SCHEMA}
-    assert fetcher.schema(1) == SCHEMA
+    assert fetcher.schema(SchemaRef("ccompat", 1)) == SCHEMA
     assert fake.requests == 1 and fake.auth == "Basic dTpw"
 
 
 def test_unknown_id_is_none_and_asked_again_later(fake: FakeRegistry) -> None:
     fetcher = SchemaFetcher(_config(fake), sleep=lambda _s: None)
-    assert fetcher.schema(7) is None and fetcher.schema(7) is None
+    assert fetcher.schema(SchemaRef("ccompat", 7)) is None and fetcher.schema(SchemaRef("ccompat", 7)) is None
     assert fake.requests == 2
 
 
@@ -94,7 +94,7 @@ def test_outage_within_the_budget_is_retried(fake: FakeRegistry) -> None:
     fake.failures = 3
     slept: list[float] = []
     fetcher = SchemaFetcher(_config(fake), sleep=slept.append)
-    assert fetcher.schema(1) == SCHEMA
+    assert fetcher.schema(SchemaRef("ccompat", 1)) == SCHEMA
     assert slept == [0.2, 0.4, 0.8]
 
 
@@ -102,14 +102,14 @@ def test_outage_beyond_the_budget_stops_with_a_transient_error(fake: FakeRegistr
     fake.failures = 10**6
     fetcher = SchemaFetcher(_config(fake, retry_budget=timedelta(seconds=0.3)))
     with pytest.raises(RegistryUnavailableError, match="did not return schema id 1 within 0s"):
-        fetcher.schema(1)
+        fetcher.schema(SchemaRef("ccompat", 1))
 
 
 def test_a_wrong_path_is_not_taken_for_an_unknown_id(fake: FakeRegistry) -> None:
     # a 404 without the ccompat error code: retried, then the job stops (never dead-letters the batch)
     fetcher = SchemaFetcher(_config(fake, path="/wrong", retry_budget=timedelta(seconds=0.2)))
     with pytest.raises(RegistryUnavailableError):
-        fetcher.schema(1)
+        fetcher.schema(SchemaRef("ccompat", 1))
 
 
 def test_apicurio_header_ids_are_fetched_from_its_v2_api_beside_the_ccompat_one(fake: FakeRegistry) -> None:
