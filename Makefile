@@ -14,12 +14,12 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-freshness bench-avro clean
+.PHONY: help install jars s3-jars s3 kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-freshness bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars kafka connect trino presto registry  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars s3-jars kafka connect trino presto registry s3  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -35,6 +35,22 @@ $(BUILD)/jars/.fetched: infra/spark/pom.xml | system-packages
 	rm -rf $(BUILD)/jars && mkdir -p $(BUILD)/jars
 	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(BUILD)/jars \
 	    -DexcludeGroupIds=org.slf4j,org.lz4,org.xerial.snappy
+	touch $@
+
+.PHONY: s3-jars
+s3-jars: $(BUILD)/jars-s3/.fetched  ## Hadoop's S3A file system (s3a:// paths in local runs) -> build/jars-s3
+$(BUILD)/jars-s3/.fetched: infra/s3/pom.xml | system-packages
+	rm -rf $(BUILD)/jars-s3 && mkdir -p $(BUILD)/jars-s3
+	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(BUILD)/jars-s3
+	touch $@
+
+VERSITYGW_VERSION := $(shell cat infra/s3/VERSITYGW_VERSION)
+.PHONY: s3
+s3: $(BUILD)/s3/.fetched  ## a local S3 endpoint (Versity S3 Gateway, built from its Go module) -> build/s3
+$(BUILD)/s3/.fetched: infra/s3/VERSITYGW_VERSION
+	@command -v go >/dev/null || { echo "make s3: needs Go to build the S3 gateway"; exit 1; }
+	rm -rf $(BUILD)/s3 && mkdir -p $(BUILD)/s3
+	GOBIN=$(CURDIR)/$(BUILD)/s3 go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	touch $@
 
 kafka: $(BUILD)/kafka/.fetched  ## Kafka broker classpath -> build/kafka/libs

@@ -299,6 +299,13 @@ class Route(_Frozen):
         return self
 
 
+def _hadoop_text(value: Any) -> Any:
+    """A YAML scalar as Hadoop's text (`true`, not Python's `True`); anything else as is, for the model to refuse."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int | float) else value
+
+
 class JobConfig(_Frozen):
     """The ingestion job as a whole."""
 
@@ -319,6 +326,18 @@ class JobConfig(_Frozen):
     """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
     table_concurrency: int = Field(default=1, ge=1, le=64)
     """Tables of one batch processed at once, each in its own driver thread of the same Spark application; 1: one after another."""
+    hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials
+    """Hadoop settings for the job's storage (`fs.s3a.endpoint`, `fs.s3a.path.style.access`...), set on
+    the session's Hadoop configuration before anything is read or written; they win over
+    spark-submit's `--conf spark.hadoop.*`. Use `${VAR}` for credentials."""
+
+    @field_validator("hadoop_conf", mode="before")
+    @classmethod
+    def _hadoop_values_as_text(cls, value: Any) -> Any:
+        # Hadoop reads every setting as text; YAML gives `true` and `3` as bool and int
+        if not isinstance(value, Mapping):
+            return value
+        return {key: _hadoop_text(v) for key, v in value.items()}
 
 
 class Config(_Frozen):

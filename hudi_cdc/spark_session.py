@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:
+    from hudi_cdc.config import JobConfig
 
 # Hudi's documented session settings; the serializer and registrar are required for its Kryo classes.
 _HUDI_SESSION_CONF = {
@@ -101,6 +105,21 @@ def local_jars() -> list[str]:
     return sorted(str(p) for p in (build / "jars").glob("*.jar")) if build is not None else []
 
 
+DRIVER_CLASSPATH = "spark.driver.extraClassPath"
+
+
+def local_s3_classpath() -> str | None:
+    """Hadoop's S3A jars fetched by `make s3-jars` ($HUDI_CDC_BUILD/jars-s3), as a class-path entry.
+
+    On the driver's class path, not in `spark.jars`: a local session's executor runs in the
+    driver's JVM, and `spark.jars` would copy the 280 MB AWS SDK bundle into every session's
+    work folder. None without them (spark-submit and the cluster bring S3A).
+    """
+    build = build_dir()
+    folder = build / "jars-s3" if build is not None else None
+    return f"{folder}/*" if folder is not None and any(folder.glob("*.jar")) else None
+
+
 def get_or_create_session(
     *,
     app_name: str = "hudi-cdc",
@@ -123,6 +142,9 @@ def get_or_create_session(
         jars = local_jars()
         if jars:
             builder = builder.config("spark.jars", ",".join(jars))
+        s3 = local_s3_classpath()
+        if s3 is not None:
+            builder = builder.config(DRIVER_CLASSPATH, s3)
         builder = (
             builder.config("spark.sql.shuffle.partitions", "2")
             .config("spark.default.parallelism", "2")
@@ -151,6 +173,26 @@ def get_or_create_session(
         if system.getProperty(key) is None:  # a -D flag of the user's own wins
             system.setProperty(key, value)
     return session
+
+
+def job_session(job: JobConfig, purpose: str | None = None) -> SparkSession:
+    """The session of one of the job's commands (`purpose`: `compact`, `status`...), with the
+    job's Hadoop settings (`job.hadoop_conf`) in force."""
+    spark = get_or_create_session(app_name=f"{job.name}-{purpose}" if purpose else job.name)
+    apply_hadoop_conf(spark, job.hadoop_conf)
+    return spark
+
+
+def apply_hadoop_conf(spark: SparkSession, settings: Mapping[str, str]) -> None:
+    """Set `settings` on the session's live Hadoop configuration (`job.hadoop_conf`).
+
+    Live, not as `spark.hadoop.*` builder settings: under spark-submit the context exists before
+    the job reads its file, and every reader and writer (Hudi, the checkpoint, the dead-letter
+    store, `hudi.fs`) copies this configuration when it opens a file system.
+    """
+    conf = hadoop_conf(spark)
+    for key, value in settings.items():
+        conf.set(key, value)
 
 
 def jvm(spark: SparkSession) -> Any:

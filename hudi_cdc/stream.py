@@ -35,6 +35,7 @@ from hudi_cdc.kafka_headers import KAFKA_HEADERS, with_headers
 from hudi_cdc.metrics import BatchMetrics
 from hudi_cdc.offsets import INDEX_KEY
 from hudi_cdc.pipeline import BatchContext, run_batch
+from hudi_cdc.spark_session import apply_hadoop_conf
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +245,7 @@ def run(
     stops a batch (TableFailure, RegistryUnavailableError...) is raised as itself, not wrapped in
     Spark's StreamingQueryException, so the CLI prints its text alone.
     """
+    apply_hadoop_conf(spark, config.job.hadoop_conf)  # the session may come from spark-submit or a script
     preflight(spark, config, source=source)
     apply_retention(spark, config)
     metastore = metastore_sync(config)

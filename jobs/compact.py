@@ -7,7 +7,7 @@ import argparse
 from hudi_cdc.config import load_config
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.logging_setup import configure
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.spark_session import job_session
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     configure()
     config = load_config(args.config)
-    spark = get_or_create_session(app_name=f"{config.job.name}-compact")
+    spark = job_session(config.job, "compact")
     for table in config.tables:
         if table.type == "MERGE_ON_READ" and (not args.table or table.name in args.table):
             run_compaction(spark, table)

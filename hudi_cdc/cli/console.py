@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc.cli.output import output_for
-from hudi_cdc.config import Config, TableConfig, load_config
+from hudi_cdc.config import Config, JobConfig, TableConfig, load_config
 from hudi_cdc.errors import CdcError, ConfigError
 from hudi_cdc.logging_setup import configure
 
@@ -81,10 +81,9 @@ def status(config_path: str, as_json: bool) -> None:
     """Per table: last commit, what it applied through, compaction and file statistics."""
     from hudi_cdc.hudi.hive_sync import read_state, state_path
     from hudi_cdc.hudi.status import table_status
-    from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)
-    spark = get_or_create_session(app_name=f"{config.job.name}-status")
+    spark = _session(config.job, "status")
     sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
     output_for(as_json).table("tables", [table_status(spark, t, sync).as_row() for t in config.tables])
 
@@ -96,10 +95,9 @@ def status(config_path: str, as_json: bool) -> None:
 def compact(config_path: str, tables: tuple[str, ...]) -> None:
     """Run pending (and schedule due) compactions of merge-on-read tables, off the ingestion path."""
     from hudi_cdc.hudi.compactor import run_compaction
-    from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)
-    spark = get_or_create_session(app_name=f"{config.job.name}-compact")
+    spark = _session(config.job, "compact")
     out = output_for(False)
     rows = []
     for table in config.tables:
@@ -119,10 +117,9 @@ def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: 
     Kept for scripts: the same as `dead-letters replay --error-class SchemaChangeError`.
     """
     from hudi_cdc import stream
-    from hudi_cdc.spark_session import get_or_create_session
 
     config = load_config(config_path)
-    spark = get_or_create_session(app_name=f"{config.job.name}-replay")
+    spark = _session(config.job, "replay")
     metrics = stream.replay_dead_letters(spark, config, tables=list(tables), error_class=error_class)
     output_for(False).table("replayed", [vars(t) for t in metrics.tables])
 
@@ -279,20 +276,20 @@ def dead_letters_purge(
         raise click.BadParameter(str(exc), param_hint="--older-than") from None
     if retention is None:
         raise DeadLetterRetentionError(config_path)
-    spark = _session(config.job.name, "dead-letters")
+    spark = _session(config.job, "dead-letters")
     result = ops.purge(spark, config.job.dead_letter_path, older_than=retention, tables=tables, dry_run=dry_run)
     output_for(as_json).table("purge (dry run)" if dry_run else "purged", [vars(result)])
 
 
-def _session(job: str, purpose: str) -> SparkSession:
-    from hudi_cdc.spark_session import get_or_create_session
+def _session(job: JobConfig, purpose: str) -> SparkSession:
+    from hudi_cdc.spark_session import job_session
 
-    return get_or_create_session(app_name=f"{job}-{purpose}")
+    return job_session(job, purpose)
 
 
 def _config_and_spark(config_path: str, purpose: str) -> tuple[Config, SparkSession]:
     config = load_config(config_path)
-    return config, _session(config.job.name, purpose)
+    return config, _session(config.job, purpose)
 
 
 @cli.command()
@@ -327,7 +324,7 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
         raise click.BadParameter(str(exc)) from None
     config = load_config(config_path)
     target = _named_table(config, config_path, table)
-    spark = _session(config.job.name, "watermark")
+    spark = _session(config.job, "watermark")
 
     def read() -> int | None:
         if not table_exists(spark, target.base_path):
@@ -354,7 +351,7 @@ def rebuild_metadata(config_path: str, table: str) -> None:
 
     config = load_config(config_path)
     target = _named_table(config, config_path, table)
-    backup = drop_metadata_table(_session(config.job.name, "rebuild-metadata"), target.base_path)
+    backup = drop_metadata_table(_session(config.job, "rebuild-metadata"), target.base_path)
     done = f"deleted; backup at {backup}; the next run rebuilds it" if backup else "none to delete"
     output_for(False).message(f"table {table}: metadata table {done}")
 
@@ -376,7 +373,7 @@ def relayout(config_path: str, table: str) -> None:
 
     config = load_config(config_path)
     target = _named_table(config, config_path, table)
-    done = rewrite(_session(config.job.name, "relayout"), target)
+    done = rewrite(_session(config.job, "relayout"), target)
     rows = "rows written earlier" if done.rows is None else f"{done.rows} rows"
     output_for(False).message(
         f"table {table}: {done.previous} -> {done.layout}, {rows}; the table as it was: {done.backup or 'moved earlier'}"

@@ -52,11 +52,11 @@ def relay_errors(func: F) -> F:
 def _relay(config_path: str) -> Relay:
     from hudi_cdc.relay.actions import relay_for
     from hudi_cdc.relay.store import ledger_folder
-    from hudi_cdc.spark_session import get_or_create_session
+    from hudi_cdc.spark_session import job_session
 
     config = load_config(config_path)
     ledger_folder(config, source=config_path)  # refuse a config without `connector` before Spark starts
-    return relay_for(get_or_create_session(app_name=f"{config.job.name}-snapshot"), config, source=config_path)
+    return relay_for(job_session(config.job, "snapshot"), config, source=config_path)
 
 
 @click.group("snapshot")

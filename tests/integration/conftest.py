@@ -27,6 +27,7 @@ from devkit.services.postgres import LocalPostgres
 from devkit.services.presto import LocalPresto
 from devkit.services.process import LocalService, log_tail
 from devkit.services.registry import LocalRegistry
+from devkit.services.s3 import LocalS3
 from devkit.services.trino import LocalTrino
 from tests.conftest import SERVICE_GROUPS
 
@@ -182,3 +183,11 @@ def registry() -> Iterator[LocalRegistry]:
     """An Apicurio Registry (in memory) for the whole session."""
     with LocalRegistry() as server:
         yield _until_last_user("registry", server)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[LocalS3]:
+    """A local S3 endpoint (the Versity S3 Gateway over a folder) for the whole session: starts in
+    under a second, so each worker that needs it has its own."""
+    with LocalS3() as gateway:
+        yield gateway

@@ -48,6 +48,8 @@ class Job:
     schema_registry: dict[str, Any] | None = None
     job_settings: dict[str, Any] = field(default_factory=dict)
     """`job:` settings of every run (e.g. `table_concurrency`)."""
+    lake: str | None = None
+    """Where tables, checkpoint and dead letters live (an `s3a://` URI), instead of under `root`."""
 
     @property
     def database(self) -> str:
@@ -56,8 +58,12 @@ class Job:
     def topic(self, table: str) -> str:
         return f"srv{self.suffix}.db.{table}"
 
+    def location(self, name: str) -> str:
+        """`name` under the lake URI, or under `root`."""
+        return f"{self.lake}/{name}" if self.lake else str(self.root / name)
+
     def path(self, table: str) -> str:
-        return str(self.root / "warehouse" / table)
+        return self.location(f"warehouse/{table}")
 
     def config_dict(
         self, *, job: dict[str, Any] | None = None, kafka: dict[str, Any] | None = None
@@ -67,8 +73,8 @@ class Job:
             "kafka": {"bootstrap_servers": self.kafka.bootstrap_servers, **(kafka or {})},
             "job": {
                 "name": f"test-{self.suffix}",
-                "checkpoint_dir": str(self.root / self.checkpoint),
-                "dead_letter_path": str(self.root / "dead_letter"),
+                "checkpoint_dir": self.location(self.checkpoint),
+                "dead_letter_path": self.location("dead_letter"),
                 "metastore_uris": self.metastore_uris,
                 **self.job_settings,
                 **(job or {}),
@@ -126,7 +132,7 @@ class Job:
         return sorted(rows, key=_sort_key)
 
     def dead_letters(self) -> list[dict[str, Any]]:
-        return [r.asDict() for r in self.spark.read.parquet(str(self.root / "dead_letter")).collect()]
+        return [r.asDict() for r in self.spark.read.parquet(self.location("dead_letter")).collect()]
 
 
 def wait_for(what: str, condition: Callable[[], Any], timeout: float = 300.0, interval: float = 1.0) -> None:

@@ -79,6 +79,22 @@ def test_bad_config_names_field_and_allowed_values(change: Any, field: str, allo
     assert "job.yaml" in message and field in message and allowed in message
 
 
+def test_hadoop_settings_are_hadoop_text_and_kept_out_of_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _valid()
+    data["job"]["hadoop_conf"] = {
+        "fs.s3a.path.style.access": True,
+        "fs.s3a.connection.maximum": 64,
+        "fs.s3a.secret.key": "s3cr3t",
+    }
+    job = parse_config(data).job
+    # Hadoop parses `true`, not Python's `True`
+    assert job.hadoop_conf == {"fs.s3a.path.style.access": "true", "fs.s3a.connection.maximum": "64", "fs.s3a.secret.key": "s3cr3t"}
+    assert "s3cr3t" not in repr(job)
+    data["job"]["hadoop_conf"] = {"fs.s3a.endpoint": {"host": "x"}}
+    with pytest.raises(ConfigError, match="job.hadoop_conf"):
+        parse_config(data, source="job.yaml")
+
+
 def test_environment_references_are_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BROKERS", "kafka-1:9093")
     path = tmp_path / "job.yaml"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.spark_session import LOCAL_DRIVER_JAVA_OPTIONS, jvm, local_java_options
+from hudi_cdc.spark_session import BUILD_ENV, LOCAL_DRIVER_JAVA_OPTIONS, jvm, local_java_options, local_s3_classpath
 
 
 def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_collector() -> None:
@@ -29,3 +32,14 @@ def test_hudis_size_estimator_is_told_not_to_attach_to_its_own_jvm(spark: SparkS
     system = jvm(spark).java.lang.System
     assert system.getProperty("jol.skipDynamicAttach") == "true"
     assert system.getProperty("jol.skipHotspotSAAttach") == "true"
+
+
+def test_s3a_jars_join_a_local_drivers_class_path_only_when_fetched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BUILD_ENV, str(tmp_path))
+    assert local_s3_classpath() is None
+    (tmp_path / "jars-s3").mkdir()
+    assert local_s3_classpath() is None  # `make s3-jars` not run, or failed before a jar landed
+    (tmp_path / "jars-s3" / "hadoop-aws-3.3.4.jar").touch()
+    assert local_s3_classpath() == f"{tmp_path}/jars-s3/*"
+    monkeypatch.delenv(BUILD_ENV)
+    assert local_s3_classpath() is None  # an installed package under spark-submit: the cluster brings S3A
