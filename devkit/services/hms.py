@@ -14,8 +14,10 @@ import socket
 import struct
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
+from xml.sax.saxutils import escape
 
 import pyspark
 
@@ -29,6 +31,7 @@ from devkit.services.process import (
     port_open,
     run_dir,
 )
+from hudi_cdc.spark_session import local_s3_classpath
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,14 @@ _SITE = """<?xml version="1.0"?>
 """
 
 
+def hadoop_site(settings: Mapping[str, str]) -> str:
+    """A Hadoop `*-site.xml` holding `settings`."""
+    properties = "".join(
+        f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in settings.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{properties}</configuration>\n'
+
+
 def pyspark_jars() -> Path:
     """The jars folder of the installed pyspark wheel (Hive 2.3 metastore, Derby, DataNucleus)."""
     return Path(pyspark.__file__).parent / "jars"
@@ -59,10 +70,20 @@ class LocalMetastore(LocalService):
     by default a new `build/run/hms-<id>/`, so concurrent sessions do not collide.
     """
 
-    def __init__(self, *, directory: Path | None = None, port: int | None = None, startup_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        *,
+        directory: Path | None = None,
+        port: int | None = None,
+        startup_timeout: float = 120.0,
+        hadoop: Mapping[str, str] | None = None,
+    ) -> None:
         self.directory = directory or run_dir(f"{SERVICE}-{uuid.uuid4().hex[:8]}")
         self.port = port or 0
         self.startup_timeout = startup_timeout
+        self.hadoop = dict(hadoop or {})
+        """Hadoop settings of the metastore's file systems (core-site.xml), e.g. an S3 endpoint: it
+        checks and creates the locations of the tables it registers."""
 
     @property
     def uri(self) -> str:
@@ -85,6 +106,7 @@ class LocalMetastore(LocalService):
         conf.mkdir(parents=True, exist_ok=True)
         warehouse.mkdir(parents=True, exist_ok=True)
         (conf / "hive-site.xml").write_text(_SITE.format(db=db, warehouse=warehouse))
+        (conf / "core-site.xml").write_text(hadoop_site(self.hadoop))
         self.port = self.port or free_port()
         java = str(java17_home() / "bin" / "java")
         process = ServiceProcess(
@@ -96,7 +118,7 @@ class LocalMetastore(LocalService):
                 "-XX:TieredStopAtLevel=1",
                 f"-Dderby.system.home={self.directory}",
                 "-cp",
-                f"{conf}:{pyspark_jars()}/*",
+                ":".join([str(conf), f"{pyspark_jars()}/*", *filter(None, [local_s3_classpath()])]),
                 "org.apache.hadoop.hive.metastore.HiveMetaStore",
                 "-p",
                 str(self.port),

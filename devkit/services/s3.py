@@ -71,6 +71,16 @@ class LocalS3(LocalService):
             "fs.s3a.directory.marker.retention": "keep",
         }
 
+    def trino_conf(self) -> dict[str, str]:
+        """Trino's native S3 file system settings for this endpoint (a Hive or Hudi catalog's)."""
+        return {
+            "s3.endpoint": self.endpoint,
+            "s3.region": "us-east-1",
+            "s3.path-style-access": "true",
+            "s3.aws-access-key": self.access_key,
+            "s3.aws-secret-key": self.secret_key,
+        }
+
     def bucket(self, name: str) -> str:
         """Create bucket `name` (a folder) and return its `s3a://` URI."""
         (self.data / name).mkdir(parents=True, exist_ok=True)

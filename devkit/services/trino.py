@@ -12,6 +12,7 @@ import logging
 import time
 import urllib.request
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,18 @@ class LocalTrino(LocalService):
     `build/run/trino-<id>/`. Hudi tables named through the `hive` catalog are redirected to `hudi`.
     """
 
-    def __init__(self, metastore_uri: str, *, directory: Path | None = None, heap: str = "1536M", startup_timeout: float = 240.0) -> None:
+    def __init__(
+        self,
+        metastore_uri: str,
+        *,
+        directory: Path | None = None,
+        heap: str = "1536M",
+        startup_timeout: float = 240.0,
+        s3: Mapping[str, str] | None = None,
+    ) -> None:
         self.metastore_uri = metastore_uri
+        self.s3 = dict(s3 or {})
+        """Trino's native S3 settings (`s3.endpoint`...) for tables on S3; none: local files only."""
         self.directory = directory or run_dir(f"{SERVICE}-{uuid.uuid4().hex[:8]}")
         self.heap = heap
         self.startup_timeout = startup_timeout
@@ -102,6 +113,8 @@ class LocalTrino(LocalService):
         (etc / "log.properties").write_text("io.trino=INFO\n")
         # table locations written by Spark are file:/ URIs on this machine's disk
         filesystem = "fs.hadoop.enabled=true\n"
+        if self.s3:
+            filesystem += "fs.native-s3.enabled=true\n" + "".join(f"{k}={v}\n" for k, v in self.s3.items())
         common = f"hive.metastore.uri={self.metastore_uri}\n{filesystem}"
         (etc / "catalog" / "hudi.properties").write_text(f"connector.name=hudi\n{common}")
         # without the redirect the hive connector refuses Hudi tables (UNSUPPORTED_TABLE_TYPE)

@@ -82,16 +82,16 @@ def kafka() -> Iterator[LocalKafka]:
 
 
 @pytest.fixture(scope="session")
-def metastore() -> Iterator[LocalMetastore]:
-    """A Hive Metastore (embedded Derby) for the whole session."""
-    with LocalMetastore() as hms:
+def metastore(s3: LocalS3) -> Iterator[LocalMetastore]:
+    """A Hive Metastore (embedded Derby) for the whole session; it reaches the session's S3 too."""
+    with LocalMetastore(hadoop=s3.hadoop_conf()) as hms:
         yield hms
 
 
 @pytest.fixture(scope="session")
-def trino(metastore: LocalMetastore) -> Iterator[LocalTrino]:
-    """Trino with the Hudi connector on the session's metastore."""
-    with LocalTrino(metastore.uri) as engine:
+def trino(metastore: LocalMetastore, s3: LocalS3) -> Iterator[LocalTrino]:
+    """Trino with the Hudi connector on the session's metastore, reading local files and the session's S3."""
+    with LocalTrino(metastore.uri, s3=s3.trino_conf()) as engine:
         yield _until_last_user("trino", engine)
 
 

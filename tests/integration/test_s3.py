@@ -15,8 +15,10 @@ from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.s3 import LocalS3
+from devkit.services.trino import LocalTrino
 from hudi_cdc.cli.console import cli
 from tests.integration.harness import Job
 
@@ -107,3 +109,36 @@ def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpo
     status = {row["table"]: row for row in json.loads(result.output.splitlines()[-1])["rows"]}
     assert set(status) == set(TABLES), status
     assert all(row["last_commit"] and row["files"] > 0 for row in status.values()), status
+
+
+def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
+    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    job = Job(
+        spark, kafka, tmp_path, [{"name": name, "key": ["id"], "type": kind} for name, kind in TABLES.items()],
+        lake=f"{s3.bucket('lake')}/{tmp_path.name}", job_settings={"hadoop_conf": s3.hadoop_conf()},
+        metastore_uris=metastore.uri,
+    )  # fmt: skip
+    sources = {name: DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=list(SOURCE), key=["id"]) for name in TABLES}
+    for name, src in sources.items():
+        job.produce(
+            name,
+            [
+                src.change("c", after=_row(1, "a"), pos=100),
+                src.change("c", after=_row(2, "x"), pos=200),
+                src.change("u", after=_row(1, "b", "3.50"), pos=300),
+                src.change("d", before=_row(2, "x"), pos=400),
+            ],
+        )
+    job.run()
+    db = job.database
+    expected = [(1, "b", Decimal("3.50"))]
+    assert trino.query(f"select id, name, balance from {db}.people") == expected
+    # a merge-on-read table's first commit writes base files only: its _ro view is the table
+    assert trino.query(f"select id, name, balance from {db}.accounts_ro") == expected
+    (location,) = trino.query(f"select \"$path\" from {db}.people")[0]
+    assert location.startswith(f"{job.path('people')}/"), location  # Trino read the files from S3
+
+    job.produce("people", [sources["people"].change("c", after=_row(4, "n", "9.99"), pos=500)])
+    job.run()
+    assert sorted(trino.query(f"select id, name, balance from {db}.people")) == [*expected, (4, "n", Decimal("9.99"))]

@@ -91,7 +91,7 @@ def test_hadoop_settings_are_hadoop_text_and_kept_out_of_repr(monkeypatch: pytes
     assert job.hadoop_conf == {"fs.s3a.path.style.access": "true", "fs.s3a.connection.maximum": "64", "fs.s3a.secret.key": "s3cr3t"}
     assert "s3cr3t" not in repr(job)
     data["job"]["hadoop_conf"] = {"fs.s3a.endpoint": {"host": "x"}}
-    with pytest.raises(ConfigError, match="job.hadoop_conf"):
+    with pytest.raises(ConfigError, match=r"job\.hadoop_conf"):
         parse_config(data, source="job.yaml")
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.spark_session import BUILD_ENV, LOCAL_DRIVER_JAVA_OPTIONS, jvm, local_java_options, local_s3_classpath
+from hudi_cdc.spark_session import (
+    BUILD_ENV,
+    LOCAL_DRIVER_JAVA_OPTIONS,
+    jvm,
+    local_java_options,
+    local_s3_classpath,
+)
 
 
 def test_a_local_session_collects_with_parallel_gc_unless_the_caller_picks_a_collector() -> None:
