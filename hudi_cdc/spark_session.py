@@ -175,10 +175,10 @@ def get_or_create_session(
     return session
 
 
-def job_session(job: JobConfig, purpose: str | None = None) -> SparkSession:
+def job_session(job: JobConfig, purpose: str) -> SparkSession:
     """The session of one of the job's commands (`purpose`: `compact`, `status`...), with the
     job's Hadoop settings (`job.hadoop_conf`) in force."""
-    spark = get_or_create_session(app_name=f"{job.name}-{purpose}" if purpose else job.name)
+    spark = get_or_create_session(app_name=f"{job.name}-{purpose}")
     apply_hadoop_conf(spark, job.hadoop_conf)
     return spark
 
@@ -187,8 +187,10 @@ def apply_hadoop_conf(spark: SparkSession, settings: Mapping[str, str]) -> None:
     """Set `settings` on the session's live Hadoop configuration (`job.hadoop_conf`).
 
     Live, not as `spark.hadoop.*` builder settings: under spark-submit the context exists before
-    the job reads its file, and every reader and writer (Hudi, the checkpoint, the dead-letter
-    store, `hudi.fs`) copies this configuration when it opens a file system.
+    the job reads its file. Readers and writers (Hudi, the checkpoint, the dead-letter store,
+    `hudi.fs`) take this configuration when they open a file system, but Hadoop caches an open
+    one per scheme, bucket and user: call this before the job's first access to its storage, as
+    `job_session` and `stream.run` do.
     """
     conf = hadoop_conf(spark)
     for key, value in settings.items():

@@ -54,12 +54,12 @@ def _hudi_rs_rows(s3: LocalS3, uri: str) -> list[tuple[Any, ...]]:
 
 
 def _s3_job(
-    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, tmp_path: Path, metastore_uris: str | None = None, **table: Any
+    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, tmp_path: Path, metastore_uris: str | None = None
 ) -> tuple[Job, dict[str, DebeziumTable]]:
     """A job of COW `people` and MOR `accounts` with its tables, checkpoint and dead letters on S3,
     reached through `job.hadoop_conf` alone; and the tables' sources."""
     job = Job(
-        spark, kafka, tmp_path, [{"name": name, "key": ["id"], "type": kind, **table} for name, kind in TABLES.items()],
+        spark, kafka, tmp_path, [{"name": name, "key": ["id"], "type": kind} for name, kind in TABLES.items()],
         lake=f"{s3.bucket('lake')}/{tmp_path.name}", job_settings={"hadoop_conf": s3.hadoop_conf()},
         metastore_uris=metastore_uris,
     )  # fmt: skip
@@ -120,11 +120,10 @@ def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpo
     assert all(row["last_commit"] and row["files"] > 0 for row in status.values()), status
 
 
-def _synced_job(
-    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, tmp_path: Path, **table: Any
-) -> tuple[Job, dict[str, DebeziumTable]]:
-    """`_s3_job` synced to `metastore`, after one run: key 1 updated, key 2 deleted."""
-    job, sources = _s3_job(spark, kafka, s3, tmp_path, metastore_uris=metastore.uri, **table)
+def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
+    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    job, sources = _s3_job(spark, kafka, s3, tmp_path, metastore_uris=metastore.uri)
     for name, src in sources.items():
         job.produce(
             name,
@@ -137,13 +136,6 @@ def _synced_job(
         )
     (batch,) = job.run()
     assert batch.hive_sync_lagging == []
-    return job, sources
-
-
-def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
-    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
-) -> None:
-    job, sources = _synced_job(spark, kafka, s3, metastore, tmp_path)
     db = job.database
     expected = [(1, "b", Decimal("3.50"))]
     assert trino.query(f"select id, name, balance from {db}.people") == expected

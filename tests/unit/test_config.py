@@ -79,7 +79,7 @@ def test_bad_config_names_field_and_allowed_values(change: Any, field: str, allo
     assert "job.yaml" in message and field in message and allowed in message
 
 
-def test_hadoop_settings_are_hadoop_text_and_kept_out_of_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hadoop_settings_are_hadoop_text_and_kept_out_of_repr() -> None:
     data = _valid()
     data["job"]["hadoop_conf"] = {
         "fs.s3a.path.style.access": True,
