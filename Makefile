@@ -14,12 +14,12 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars s3-jars s3 kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-freshness bench-avro clean
+.PHONY: help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-freshness bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars s3-jars kafka connect trino presto registry s3  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars s3-jars kafka connect trino presto registry s3 hdfs  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,6 +51,12 @@ $(BUILD)/s3/.fetched: infra/s3/VERSITYGW_VERSION
 	@command -v go >/dev/null || { echo "make s3: needs Go to build the S3 gateway"; exit 1; }
 	rm -rf $(BUILD)/s3 && mkdir -p $(BUILD)/s3
 	GOBIN=$(CURDIR)/$(BUILD)/s3 go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	touch $@
+
+hdfs: $(BUILD)/hdfs/.fetched  ## a one-process HDFS for the tests (Hadoop's MiniDFSCluster) -> build/hdfs/jars
+$(BUILD)/hdfs/.fetched: infra/hdfs/pom.xml | system-packages
+	rm -rf $(BUILD)/hdfs && mkdir -p $(BUILD)/hdfs/jars
+	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(BUILD)/hdfs/jars
 	touch $@
 
 kafka: $(BUILD)/kafka/.fetched  ## Kafka broker classpath -> build/kafka/libs

@@ -1,9 +1,12 @@
-"""The job with everything it writes on S3: tables, checkpoint and dead letters behind `s3a://`
-URIs of a real S3 endpoint (the Versity S3 Gateway), reached through `job.hadoop_conf` alone."""
+"""The job with everything it writes in a remote store: tables, checkpoint and dead letters behind
+`s3a://` URIs of a real S3 endpoint (the Versity S3 Gateway) and `hdfs://` URIs of a real HDFS
+(Hadoop's MiniDFSCluster), reached through `job.hadoop_conf` alone; and S3 tables synced to the
+metastore and read by Trino."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,14 +18,23 @@ from hudi import HudiTableBuilder
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
+from devkit.services.hdfs import LocalHdfs
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.s3 import LocalS3
 from devkit.services.trino import LocalTrino
 from hudi_cdc.cli.console import cli
+from hudi_cdc.hudi import fs
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def hdfs() -> Iterator[LocalHdfs]:
+    """A local HDFS for this module's test alone: stopped when the module ends."""
+    with LocalHdfs() as cluster:
+        yield cluster
 
 SOURCE = Column("id", "int64", optional=False), Column("name", "string"), Column("balance", "decimal", scale=2)
 TABLES = {"people": "COPY_ON_WRITE", "accounts": "MERGE_ON_READ"}
@@ -53,24 +65,34 @@ def _hudi_rs_rows(s3: LocalS3, uri: str) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["name"], r["balance"]) for r in rows)
 
 
-def _s3_job(
-    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, tmp_path: Path, metastore_uris: str | None = None
+def _remote_job(
+    spark: SparkSession,
+    kafka: LocalKafka,
+    tmp_path: Path,
+    lake: str,
+    hadoop_conf: dict[str, str],
+    metastore_uris: str | None = None,
 ) -> tuple[Job, dict[str, DebeziumTable]]:
-    """A job of COW `people` and MOR `accounts` with its tables, checkpoint and dead letters on S3,
-    reached through `job.hadoop_conf` alone; and the tables' sources."""
+    """A job of COW `people` and MOR `accounts` with its tables, checkpoint and dead letters under
+    `lake`, reached through `job.hadoop_conf` alone; and the tables' sources."""
     job = Job(
         spark, kafka, tmp_path, [{"name": name, "key": ["id"], "type": kind} for name, kind in TABLES.items()],
-        lake=f"{s3.bucket('lake')}/{tmp_path.name}", job_settings={"hadoop_conf": s3.hadoop_conf()},
-        metastore_uris=metastore_uris,
+        lake=f"{lake}/{tmp_path.name}", job_settings={"hadoop_conf": hadoop_conf}, metastore_uris=metastore_uris,
     )  # fmt: skip
     sources = {name: DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=list(SOURCE), key=["id"]) for name in TABLES}
     return job, sources
 
 
-def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpoint(
-    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, tmp_path: Path
+def _applies_counts_dead_letters_and_resumes(
+    job: Job,
+    sources: dict[str, DebeziumTable],
+    tmp_path: Path,
+    read_back: Callable[[str], list[tuple[Any, ...]]] | None = None,
 ) -> None:
-    job, sources = _s3_job(spark, kafka, s3, tmp_path)
+    """The scenario both remote stores run: changes with a delete, its tombstone and a malformed
+    record; the rows as Spark and `read_back` (another reader, given a table's URI) see them; the
+    dead letters; a second run resumed from the remote checkpoint; `hudi-cdc status` on the same file."""
+    assert job.lake is not None
     for name, src in sources.items():
         job.produce(
             name,
@@ -90,17 +112,16 @@ def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpo
     expected = [(1, "b", Decimal("3.50")), (3, "z", Decimal("-7.25"))]
     for name in TABLES:
         assert [(r["id"], r["name"], r["balance"]) for r in job.rows_spark(name)] == expected
-        assert _hudi_rs_rows(s3, job.path(name)) == expected
+        assert read_back is None or read_back(job.path(name)) == expected
     letters = sorted((r["table"], r["offset"], r["error_class"]) for r in job.dead_letters())
     assert letters == [(name, 5, "MalformedJson") for name in sorted(TABLES)]
 
-    # Everything the job keeps is on S3: the local folder holds only what the test wrote.
+    # Everything the job keeps is in the remote store: the local folder holds nothing.
     assert sorted(p.name for p in tmp_path.iterdir()) == []
-    bucket = s3.data / "lake" / tmp_path.name
-    assert {p.name for p in bucket.iterdir()} == {"warehouse", "cp", "dead_letter"}
-    assert (bucket / "warehouse" / "accounts" / ".hoodie" / "hoodie.properties").is_file()
+    assert fs.names(job.spark, job.lake) == ["cp", "dead_letter", "warehouse"]
+    assert fs.exists(job.spark, f"{job.path('accounts')}/.hoodie/hoodie.properties")
 
-    # A second run resumes from the checkpoint on S3: it reads only the new records, and an
+    # A second run resumes from the remote checkpoint: it reads only the new records, and an
     # older event arriving now is late.
     for name, src in sources.items():
         job.produce(name, [src.change("u", after=_row(1, "stale"), pos=150), src.change("u", after=_row(3, "w"), pos=600)])
@@ -109,7 +130,7 @@ def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpo
     expected = [(1, "b", Decimal("3.50")), (3, "w", Decimal("1.00"))]
     for name in TABLES:
         assert [(r["id"], r["name"], r["balance"]) for r in job.rows_spark(name)] == expected
-        assert _hudi_rs_rows(s3, job.path(name)) == expected
+        assert read_back is None or read_back(job.path(name)) == expected
 
     # The CLI's commands open the same storage from the same file: status reads both tables.
     config = job.config_file()
@@ -120,10 +141,27 @@ def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpo
     assert all(row["last_commit"] and row["files"] > 0 for row in status.values()), status
 
 
+def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpoint(
+    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, tmp_path: Path
+) -> None:
+    job, sources = _remote_job(spark, kafka, tmp_path, s3.bucket("lake"), s3.hadoop_conf())
+    # hudi-rs is a second, independent reader of the files on S3
+    _applies_counts_dead_letters_and_resumes(job, sources, tmp_path, lambda uri: _hudi_rs_rows(s3, uri))
+    assert (s3.data / "lake" / tmp_path.name / "warehouse" / "accounts" / ".hoodie" / "hoodie.properties").is_file()
+
+
+def test_a_job_on_hdfs_applies_counts_dead_letters_and_resumes_from_its_hdfs_checkpoint(
+    spark: SparkSession, kafka: LocalKafka, hdfs: LocalHdfs, tmp_path: Path
+) -> None:
+    job, sources = _remote_job(spark, kafka, tmp_path, f"{hdfs.uri}/lake", hdfs.hadoop_conf())
+    _applies_counts_dead_letters_and_resumes(job, sources, tmp_path)  # no reader of HDFS but Spark's here
+    assert any(hdfs.data.rglob("blk_*")), "no block on the data node"
+
+
 def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
     spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:
-    job, sources = _s3_job(spark, kafka, s3, tmp_path, metastore_uris=metastore.uri)
+    job, sources = _remote_job(spark, kafka, tmp_path, s3.bucket("lake"), s3.hadoop_conf(), metastore_uris=metastore.uri)
     for name, src in sources.items():
         job.produce(
             name,
