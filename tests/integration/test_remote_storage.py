@@ -140,6 +140,17 @@ def _applies_counts_dead_letters_and_resumes(
     assert set(status) == set(TABLES), status
     assert all(row["last_commit"] and row["files"] > 0 for row in status.values()), status
 
+    # Dead letters are purged where they are kept: their files deleted through Hadoop's file system.
+    result = CliRunner().invoke(
+        cli, ["dead-letters", "purge", "--config", str(config), "--older-than", "1 second", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (purged,) = json.loads(result.output.splitlines()[-1])["rows"]
+    assert purged["records"] == len(TABLES), purged
+    result = CliRunner().invoke(cli, ["dead-letters", "list", "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.splitlines()[-1])["rows"] == []
+
 
 def test_a_job_on_s3_applies_counts_dead_letters_and_resumes_from_its_s3_checkpoint(
     spark: SparkSession, kafka: LocalKafka, s3: LocalS3, tmp_path: Path
