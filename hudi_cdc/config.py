@@ -339,6 +339,18 @@ class JobConfig(_Frozen):
             return value
         return {key: _hadoop_text(v) for key, v in value.items()}
 
+    @field_validator("hadoop_conf")
+    @classmethod
+    def _hadoop_keys_only(cls, value: dict[str, str]) -> dict[str, str]:
+        # Set on the Hadoop configuration, a `spark.` key would be a Hadoop key of that very name,
+        # which no file system reads: the setting would be lost without a word.
+        for key in value:
+            if key.startswith("spark.hadoop."):
+                raise ValueError(f"{key!r}: write the Hadoop key itself, {key.removeprefix('spark.hadoop.')!r}")
+            if key.startswith("spark."):
+                raise ValueError(f"{key!r} is a Spark setting, not Hadoop's: give it to spark-submit (--conf)")
+        return value
+
 
 class Config(_Frozen):
     """The whole configuration file."""

@@ -95,6 +95,21 @@ def test_hadoop_settings_are_hadoop_text_and_kept_out_of_repr() -> None:
         parse_config(data, source="job.yaml")
 
 
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("spark.hadoop.fs.s3a.endpoint", "write the Hadoop key itself, 'fs.s3a.endpoint'"),
+        ("spark.sql.shuffle.partitions", "a Spark setting, not Hadoop's"),
+    ],
+)
+def test_a_spark_key_among_the_hadoop_settings_is_refused_not_lost(key: str, says: str) -> None:
+    data = _valid()
+    data["job"]["hadoop_conf"] = {"fs.s3a.path.style.access": True, key: "x"}
+    with pytest.raises(ConfigError, match=r"job\.hadoop_conf") as refused:
+        parse_config(data, source="job.yaml")
+    assert says in str(refused.value)
+
+
 def test_environment_references_are_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BROKERS", "kafka-1:9093")
     path = tmp_path / "job.yaml"
