@@ -169,10 +169,8 @@ def test_a_job_on_hdfs_applies_counts_dead_letters_and_resumes_from_its_hdfs_che
     assert any(hdfs.data.rglob("blk_*")), "no block on the data node"
 
 
-def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
-    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
-) -> None:
-    job, sources = _remote_job(spark, kafka, tmp_path, s3.bucket("lake"), s3.hadoop_conf(), metastore_uris=metastore.uri)
+def _synced_and_read_by_trino(job: Job, sources: dict[str, DebeziumTable], trino: LocalTrino) -> None:
+    """The tables, synced to the metastore as the job writes them, read by Trino from the remote store."""
     for name, src in sources.items():
         job.produce(
             name,
@@ -191,8 +189,23 @@ def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
     # a merge-on-read table's first commit writes base files only: its _ro view is the table
     assert trino.query(f"select id, name, balance from {db}.accounts_ro") == expected
     (location,) = trino.query(f'select "$path" from {db}.people')[0]
-    assert location.startswith(f"{job.path('people')}/"), location  # Trino read the files from S3
+    assert location.startswith(f"{job.path('people')}/"), location  # Trino read the remote files
 
     job.produce("people", [sources["people"].change("c", after=_row(4, "n", "9.99"), pos=500)])
     job.run()
     assert sorted(trino.query(f"select id, name, balance from {db}.people")) == [*expected, (4, "n", Decimal("9.99"))]
+
+
+def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
+    spark: SparkSession, kafka: LocalKafka, s3: LocalS3, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    job, sources = _remote_job(spark, kafka, tmp_path, s3.bucket("lake"), s3.hadoop_conf(), metastore_uris=metastore.uri)
+    _synced_and_read_by_trino(job, sources, trino)
+
+
+def test_tables_on_hdfs_are_synced_to_the_metastore_and_trino_reads_them(
+    spark: SparkSession, kafka: LocalKafka, hdfs: LocalHdfs, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
+) -> None:
+    # the metastore and Trino need nothing for HDFS: the name node is in each location's URI
+    job, sources = _remote_job(spark, kafka, tmp_path, f"{hdfs.uri}/lake", hdfs.hadoop_conf(), metastore_uris=metastore.uri)
+    _synced_and_read_by_trino(job, sources, trino)
