@@ -93,7 +93,7 @@ class LocalS3(LocalService):
             raise ServiceError(SERVICE, f"no {binary}; run `make s3`")
         ensure_directory_free(SERVICE, self.directory)
         self.data.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = self.port or free_port()  # a restart keeps its port, and `data` its objects
         process = ServiceProcess(
             SERVICE,
             [

@@ -6,6 +6,9 @@ metastore and read by Trino."""
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -209,3 +212,71 @@ def test_tables_on_hdfs_are_synced_to_the_metastore_and_trino_reads_them(
     # the metastore and Trino need nothing for HDFS: the name node is in each location's URI
     job, sources = _remote_job(spark, kafka, tmp_path, f"{hdfs.uri}/lake", hdfs.hadoop_conf(), metastore_uris=metastore.uri)
     _synced_and_read_by_trino(job, sources, trino)
+
+
+# S3A's defaults retry a refused connection for minutes; a job that should fail fast sets fewer tries
+_FAIL_FAST = {
+    "fs.s3a.attempts.maximum": "1",
+    "fs.s3a.retry.limit": "1",
+    "fs.s3a.retry.interval": "100ms",
+    "fs.s3a.connection.establish.timeout": "2000",
+}
+
+
+def _stop_at_first_write(s3: LocalS3, folder: Path, stopped: threading.Event) -> threading.Thread:
+    """A thread that stops the gateway as soon as a new Hudi instant goes inflight under `folder`:
+    the batch has begun writing and has not committed."""
+    before = set(folder.rglob("*.inflight"))
+
+    def watch() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if set(folder.rglob("*.inflight")) - before:
+                s3.stop()
+                stopped.set()
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_s3_outage_mid_batch_stops_the_job_and_the_rerun_applies_the_batch_exactly(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    with LocalS3() as s3:  # its own gateway: this test stops it
+        job, sources = _remote_job(spark, kafka, tmp_path, s3.bucket("lake"), {**s3.hadoop_conf(), **_FAIL_FAST})
+        for name, src in sources.items():
+            job.produce(name, [src.change("c", after=_row(i, f"n{i}"), pos=100 + i) for i in range(1, 6)])
+        job.run()
+        for name, src in sources.items():
+            job.produce(
+                name,
+                [src.change("u", after=_row(i, f"u{i}", "2.00"), pos=200 + i) for i in range(1, 6)]
+                + [src.change("c", after=_row(i, f"n{i}"), pos=200 + i) for i in range(6, 9)],
+            )
+
+        stopped = threading.Event()
+        watcher = _stop_at_first_write(s3, s3.data / "lake" / tmp_path.name / "warehouse", stopped)
+        failed = CliRunner().invoke(cli, ["run", "--once", "--config", str(job.config_file())])
+        watcher.join(timeout=1)
+        assert stopped.is_set(), "the gateway was not stopped inside the batch"
+        assert failed.exit_code == 1, failed.output
+        message = failed.output
+        assert "Traceback" not in message and "py4j" not in message, message
+        # the first table of the batch met the outage; it names the batch, blames the storage, and
+        # no record paid for it
+        assert re.match(r"error: table (people|accounts): batch 1 \(", message), message
+        assert "could not be written: the storage failed" in message, message
+        assert "No record was dead-lettered" in message, message
+
+        # the endpoint is back (same port, same objects): the rerun rolls the cut write back and
+        # applies the batch Kafka kept, once
+        s3.start()
+        (batch,) = job.run()
+        assert {t.table: (t.read, t.dead_letter) for t in batch.tables} == {name: (8, 0) for name in TABLES}
+        expected = [(i, f"u{i}", Decimal("2.00")) for i in range(1, 6)] + [(i, f"n{i}", Decimal("1.00")) for i in range(6, 9)]
+        for name in TABLES:
+            assert [(r["id"], r["name"], r["balance"]) for r in job.rows_spark(name)] == expected
+        assert not fs.exists(spark, job.location("dead_letter"))
