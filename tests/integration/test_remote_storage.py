@@ -214,7 +214,8 @@ def test_tables_on_hdfs_are_synced_to_the_metastore_and_trino_reads_them(
     _synced_and_read_by_trino(job, sources, trino)
 
 
-# S3A's defaults retry a refused connection for minutes; a job that should fail fast sets fewer tries
+# S3A retries a refused connection many times by default (SDK attempts, then its own retries with
+# growing waits); this test wants the failure in seconds
 _FAIL_FAST = {
     "fs.s3a.attempts.maximum": "1",
     "fs.s3a.retry.limit": "1",
