@@ -224,15 +224,20 @@ _FAIL_FAST = {
 }
 
 
-def _stop_at_first_write(s3: LocalS3, folder: Path, stopped: threading.Event) -> threading.Thread:
-    """A thread that stops the gateway as soon as a new Hudi instant goes inflight under `folder`:
-    the batch has begun writing and has not committed."""
-    before = set(folder.rglob("*.inflight"))
+def _stop_at_first_write(s3: LocalS3, warehouse: Path, stopped: threading.Event) -> threading.Thread:
+    """A thread that stops the gateway as soon as a new Hudi instant goes inflight in a table's
+    timeline under `warehouse`: the batch has begun writing and has not committed."""
+    pattern = "*/.hoodie/timeline/*.inflight"  # instant files stay until archival; no temp folders
+    before = set(warehouse.glob(pattern))
 
     def watch() -> None:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            if set(folder.rglob("*.inflight")) - before:
+            try:
+                started = set(warehouse.glob(pattern)) - before
+            except OSError:  # a folder went away while it was listed: look again
+                started = set()
+            if started:
                 s3.stop()
                 stopped.set()
                 return
@@ -262,7 +267,7 @@ def test_an_s3_outage_mid_batch_stops_the_job_and_the_rerun_applies_the_batch_ex
         watcher = _stop_at_first_write(s3, s3.data / "lake" / tmp_path.name / "warehouse", stopped)
         failed = CliRunner().invoke(cli, ["run", "--once", "--config", str(job.config_file())])
         watcher.join(timeout=1)
-        assert stopped.is_set(), "the gateway was not stopped inside the batch"
+        assert stopped.is_set(), f"the gateway was not stopped inside the batch: {failed.output}"
         assert failed.exit_code == 1, failed.output
         message = failed.output
         assert "Traceback" not in message and "py4j" not in message, message
