@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -49,11 +50,46 @@ def run_dir(service: str) -> Path:
     return run_root() / service
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the OS picks it, so never a default port)."""
+# Ports handed out by this process, so two services started together never get the same one.
+_HANDED_OUT: set[int] = set()
+_PORTS = random.Random()  # seeded from the OS, so parallel test workers draw different ports
+_LOWEST_PORT = 10_000
+
+
+def _ephemeral_port_range() -> tuple[int, int]:
+    """The range the kernel takes client sockets' local ports from (Linux's default when unreadable)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        try:
+            sock.bind(("0.0.0.0", port))  # on every address: a service bound to any of them takes the port
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A TCP port that is free right now and that no client socket will take before the service binds it.
+
+    The OS's own pick (bind to port 0) comes from the ephemeral range, where any outgoing
+    connection on the machine (a Kafka client, another test run) may take the port between
+    this call and the service's bind: a metastore then failed with "Address already in use".
+    So the port is drawn below the ephemeral range, and never twice in one process.
+    """
+    ephemeral_low, _ = _ephemeral_port_range()
+    highest = max(ephemeral_low - 1, _LOWEST_PORT + 1000)
+    for _ in range(200):
+        port = _PORTS.randint(_LOWEST_PORT, highest)
+        if port not in _HANDED_OUT and _bindable(port):
+            _HANDED_OUT.add(port)
+            return port
+    raise ServiceError("ports", f"no free TCP port found between {_LOWEST_PORT} and {highest}")
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
