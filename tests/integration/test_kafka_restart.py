@@ -97,6 +97,9 @@ def test_a_continuous_job_rides_out_a_short_broker_restart(
     ]  # fmt: skip
 
 
+# deep: a continuous job left to exhaust Spark's retries; the clear stop on an unreachable
+# broker and the resume after it run in `make test` (the first test here)
+@pytest.mark.deep
 def test_an_outage_longer_than_the_kafka_source_retries_stops_the_job_clearly_and_loses_nothing(
     spark: SparkSession, broker: LocalKafka, tmp_path: Path
 ) -> None:

@@ -110,6 +110,9 @@ def _apicurio_headers(spark: SparkSession, kafka: LocalKafka, topic: str) -> set
     return named[0]
 
 
+# deep: flattened rows from MariaDB run in `make test` as JSON (test_mariadb_to_hudi), and
+# Avro from MariaDB with the envelope just above
+@pytest.mark.deep
 def test_mariadb_avro_rows_flattened_by_extract_new_record_state_land_row_for_row(
     spark: SparkSession,
     kafka: LocalKafka,

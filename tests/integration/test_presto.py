@@ -260,6 +260,9 @@ def _write(spark: SparkSession, table: TableConfig, changes: range, extra: dict[
     rows.write.format("hudi").options(**(write_options(table) | ARCHIVE_EARLY | extra)).mode("append").save(table.base_path)
 
 
+# deep: commits until Hudi archives twice, read by PrestoDB all along; PrestoDB's snapshot reads
+# run in `make test`, and so do cleaning (test_cleaning) and inline compaction (test_kill9)
+@pytest.mark.deep
 def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
     spark: SparkSession, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
 ) -> None:

@@ -206,6 +206,8 @@ def test_tables_on_s3_are_synced_to_the_metastore_and_trino_reads_them(
     _synced_and_read_by_trino(job, sources, trino)
 
 
+# deep: the same sync-and-read scenario runs on S3 in `make test`, and the job on HDFS too
+@pytest.mark.deep
 def test_tables_on_hdfs_are_synced_to_the_metastore_and_trino_reads_them(
     spark: SparkSession, kafka: LocalKafka, hdfs: LocalHdfs, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:
