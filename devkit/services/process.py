@@ -9,6 +9,7 @@ holds the config the code wrote, the data dir, a pid file and `<service>.log`
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import random
@@ -56,13 +57,13 @@ _PORTS = random.Random()  # seeded from the OS, so parallel test workers draw di
 _LOWEST_PORT = 10_000
 
 
-def _ephemeral_port_range() -> tuple[int, int]:
-    """The range the kernel takes client sockets' local ports from (Linux's default when unreadable)."""
+@functools.cache
+def _ephemeral_port_low() -> int:
+    """The lowest port the kernel gives client sockets (Linux's default when unreadable); read once."""
     try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _bindable(port: int) -> bool:
@@ -82,8 +83,9 @@ def free_port() -> int:
     this call and the service's bind: a metastore then failed with "Address already in use".
     So the port is drawn below the ephemeral range, and never twice in one process.
     """
-    ephemeral_low, _ = _ephemeral_port_range()
-    highest = max(ephemeral_low - 1, _LOWEST_PORT + 1000)
+    # a kernel whose ephemeral range starts very low leaves no room below it: draw from the
+    # thousand ports above 10,000 anyway rather than fail
+    highest = max(_ephemeral_port_low() - 1, _LOWEST_PORT + 1000)
     for _ in range(200):
         port = _PORTS.randint(_LOWEST_PORT, highest)
         if port not in _HANDED_OUT and _bindable(port):
