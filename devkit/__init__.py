@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hudi_cdc.spark_session import BUILD_ENV
+from hudi_cdc.spark.session import BUILD_ENV
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 """The git checkout devkit/ lives in."""

@@ -24,10 +24,10 @@ from devkit.debezium_avro import to_avro
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.avro.registry import SchemaFetcher
 from hudi_cdc.avro.wire import avro_as_json
-from hudi_cdc.config import SchemaRegistry, TableConfig
-from hudi_cdc.decode import decode
-from hudi_cdc.logging_setup import configure
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.cli.logs import configure
+from hudi_cdc.config.models import SchemaRegistry, TableConfig
+from hudi_cdc.decode.records import decode
+from hudi_cdc.spark.session import get_or_create_session
 
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 

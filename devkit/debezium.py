@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from hudi_cdc.toast import DEFAULT_PLACEHOLDER
+from hudi_cdc.events import DEFAULT_PLACEHOLDER
 
 KafkaRecord = tuple[bytes | None, bytes | None]
 Connector = Literal["mysql", "postgresql"]

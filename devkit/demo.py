@@ -25,12 +25,12 @@ from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
-from hudi_cdc import stream
-from hudi_cdc.config import Config, load_config
+from hudi_cdc.cli.logs import configure
+from hudi_cdc.commit.metrics import OUTCOMES, BatchMetrics
+from hudi_cdc.config.models import Config, load_config
 from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.logging_setup import configure
-from hudi_cdc.metrics import OUTCOMES, BatchMetrics
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.job import stream
+from hudi_cdc.spark.session import get_or_create_session
 
 log = logging.getLogger("devkit.demo")
 CONFIG = CHECKOUT / "schemas" / "demo.yaml"

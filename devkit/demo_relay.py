@@ -25,14 +25,14 @@ from devkit import build_dir
 from devkit.services.connect import LocalConnect, mariadb_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
-from hudi_cdc import stream
 from hudi_cdc.cli.console import cli
-from hudi_cdc.config import Config, load_config
-from hudi_cdc.config_connector import RELAY_OWNED_KEYS
+from hudi_cdc.cli.logs import configure
+from hudi_cdc.config.connector import RELAY_OWNED_KEYS
+from hudi_cdc.config.models import Config, load_config
 from hudi_cdc.hudi.table import read_table
-from hudi_cdc.logging_setup import configure
+from hudi_cdc.job import stream
 from hudi_cdc.relay.markers import scan_topic
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.spark.session import get_or_create_session
 
 log = logging.getLogger("devkit.demo_relay")
 DATABASE, PREFIX, NAME = "demo_shop", "demo", "demo-shop"

@@ -146,3 +146,29 @@ def ts_order(*, ts_ms: int, partition: int, offset: int) -> str:
 def column_order(*, value: int, partition: int, offset: int) -> str:
     """ORDER from a configured ordering column (long, or timestamp as epoch micros)."""
     return f"c{value + ORDER_SHIFT:020d}" + _KAFKA_SUFFIX.format(partition=partition, offset=offset)
+
+
+# PostgreSQL's unchanged-TOAST placeholder as the connector is configured (its values: decode/toast.py)
+DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
+"""Debezium's default `unavailable.value.placeholder`."""
+
+_HEX_PREFIX = "hex:"
+
+
+def placeholder_bytes(setting: str) -> bytes:
+    """The placeholder's bytes from the connector's setting: `hex:` then hex octets, else the text as UTF-8.
+
+    Raises:
+        ValueError: a `hex:` setting whose rest is not an even number of hex digits, or an empty placeholder.
+    """
+    if setting.startswith(_HEX_PREFIX):
+        digits = setting[len(_HEX_PREFIX) :]
+        try:
+            raw = bytes.fromhex(digits)
+        except ValueError:
+            raise ValueError(f"{setting!r}: after `hex:` Debezium expects hex octets, e.g. `hex:5f5f`") from None
+    else:
+        raw = setting.encode()
+    if not raw:
+        raise ValueError("the unavailable-value placeholder is empty; Debezium's default is " + DEFAULT_PLACEHOLDER)
+    return raw

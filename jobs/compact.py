@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from hudi_cdc.config import load_config
+from hudi_cdc.cli.logs import configure
+from hudi_cdc.config.models import load_config
 from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.logging_setup import configure
-from hudi_cdc.spark_session import job_session
+from hudi_cdc.spark.session import job_session
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -39,7 +39,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One local Spark (with the Hudi bundle and Kafka source) shared by every test."""
-    from hudi_cdc.spark_session import get_or_create_session
+    from hudi_cdc.spark.session import get_or_create_session
 
     session = get_or_create_session(app_name="hudi-cdc-tests")
     yield session

@@ -39,8 +39,8 @@ from devkit.bench.measure import tree_cpu_seconds, tree_rss_bytes
 from devkit.bench.profile import StepTimer, label_actions
 from devkit.bench.workloads import DATA_COLUMNS, PARTITION_COLUMN, row
 from devkit.debezium import epoch_micros
-from hudi_cdc.logging_setup import configure
-from hudi_cdc.spark_session import get_or_create_session, jvm
+from hudi_cdc.cli.logs import configure
+from hudi_cdc.spark.session import get_or_create_session, jvm
 
 EXIT_DIFFERENT = 3
 """Exit code of `verify` when the tables differ from each other or from the source."""

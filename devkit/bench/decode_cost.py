@@ -34,9 +34,9 @@ from devkit.bench.jobs import plain_rows
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, update_changes
-from hudi_cdc.config import Config, parse_config
-from hudi_cdc.decode import decode
-from hudi_cdc.spark_session import jvm
+from hudi_cdc.config.models import Config, parse_config
+from hudi_cdc.decode.records import decode
+from hudi_cdc.spark.session import jvm
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 PROFILED_FRAMES = {

@@ -28,11 +28,11 @@ from devkit.bench.decode_cost import offline_config
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, snapshot_changes
-from hudi_cdc.config import Config
-from hudi_cdc.decode import decode, with_envelope
-from hudi_cdc.lineage import release
-from hudi_cdc.routing import TABLE_COLUMN, route
-from hudi_cdc.tally import survey
+from hudi_cdc.config.models import Config
+from hudi_cdc.decode.records import decode, with_envelope
+from hudi_cdc.fold.tally import survey
+from hudi_cdc.kafka.routing import TABLE_COLUMN, route
+from hudi_cdc.spark.lineage import release
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 _CHUNK = 20_000

@@ -1,6 +1,6 @@
 """The three jobs the benchmark compares, as Spark code (run inside `devkit.bench.child`).
 
-- hudi_cdc: the real job, `hudi_cdc.stream.run(..., once=True)` with a one-table config.
+- hudi_cdc: the real job, `hudi_cdc.job.stream.run(..., once=True)` with a one-table config.
 - plain: what a Hudi user writes by hand: parse the envelope once with `from_json`, take
   `after` (`before` for deletes), set `_hoodie_is_deleted` for deletes, upsert with Hudi's
   EVENT_TIME_ORDERING on the binlog position. Hudi pre-combines each key's events of a batch
@@ -27,11 +27,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from devkit.bench.workloads import KEY, PARTITION_COLUMN, TableType
-from hudi_cdc import stream
-from hudi_cdc.config import Config, IndexKind, TableConfig, parse_config
-from hudi_cdc.durations import parse_duration, spark_interval
-from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS, write_options
-from hudi_cdc.metrics import BatchMetrics
+from hudi_cdc.commit.metrics import BatchMetrics
+from hudi_cdc.config.durations import parse_duration, spark_interval
+from hudi_cdc.config.models import Config, IndexKind, TableConfig, parse_config
+from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS
+from hudi_cdc.hudi.table_options import write_options
+from hudi_cdc.job import stream
+from hudi_cdc.kafka.source import kafka_source
 
 TABLE_ORDERING_FIELDS = "hoodie.table.ordering.fields"
 """Hudi 1.x's name for the ordering field (the older precombine key is set too); the plain job only."""
@@ -68,7 +70,7 @@ class JobSpec:
     hoodie_options: dict[str, str] = field(default_factory=dict)
     """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
     min_partitions: int | None = None
-    """`kafka.min_partitions`: every job reads through the same source (`stream.kafka_source`)."""
+    """`kafka.min_partitions`: every job reads through the same source (`kafka.source.kafka_source`)."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -235,7 +237,7 @@ def run_foreach(
         on_batch_end()
 
     writer = (
-        stream.kafka_source(spark, hudi_cdc_config(spec))
+        kafka_source(spark, hudi_cdc_config(spec))
         .writeStream.queryName(spec.job)
         .foreachBatch(batch)
         .option("checkpointLocation", str(Path(spec.work_dir) / f"cp-{spec.job}"))

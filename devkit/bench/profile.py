@@ -193,8 +193,7 @@ class StepTimer:
         self.batches = 0
 
     def install(self) -> None:
-        from hudi_cdc import stream
-
+        from hudi_cdc.job import stream
         run_batch = getattr(stream, "run_batch")  # noqa: B009  (not a public name of stream)
 
         def profiled(*args: Any, **kwargs: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.spark.session import get_or_create_session
 
 WARM_UP = 2
 """Untimed rounds of each way before the timed ones."""

@@ -32,7 +32,7 @@ from devkit.bench.report import JOBS, CaseResult, JobResult
 from devkit.bench.workloads import Case, Load, final_versions, records, snapshot_changes, source
 from devkit.debezium import KafkaRecord
 from devkit.services.kafka import LocalKafka
-from hudi_cdc.config import IndexKind
+from hudi_cdc.config.models import IndexKind
 
 PROFILED = ("hudi_cdc", "plain")
 """The jobs `--profile` writes Spark event logs for."""

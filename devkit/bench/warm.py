@@ -40,9 +40,9 @@ from devkit.bench.profile import threads_text
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, source, update_changes
 from devkit.debezium import KafkaRecord
 from devkit.services import run_dir
-from hudi_cdc.config import parse_config
-from hudi_cdc.pipeline import BatchContext, run_batch
-from hudi_cdc.spark_session import get_or_create_session
+from hudi_cdc.config.models import parse_config
+from hudi_cdc.job.pipeline import BatchContext, run_batch
+from hudi_cdc.spark.session import get_or_create_session
 
 LAST_BATCH = "bench-warm-last-batch"
 """The Spark job group of the last batch (`--list-jobs`)."""

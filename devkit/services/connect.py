@@ -2,7 +2,7 @@
 
 `LocalConnect` runs the worker from `make connect` (build/connect/libs + build/connect/plugins,
 pinned in infra/connect/pom.xml) on Java 17 and a free 127.0.0.1 REST port; files live in
-build/run/connect/. Its REST client is the production `hudi_cdc.connect.ConnectRest` (which also
+build/run/connect/. Its REST client is the production `hudi_cdc.relay.connect.ConnectRest` (which also
 owns `start_connector_at_binlog`). `mariadb_connector_config` and `postgres_connector_config`
 build Debezium configs.
 """
@@ -30,7 +30,7 @@ from devkit.services.process import (
     java17_home,
     run_dir,
 )
-from hudi_cdc.connect import ConnectRest
+from hudi_cdc.relay.connect import ConnectRest
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from devkit.services.process import (
     port_open,
     run_dir,
 )
-from hudi_cdc.spark_session import local_s3_classpath
+from hudi_cdc.spark.session import local_s3_classpath
 
 log = logging.getLogger(__name__)
 

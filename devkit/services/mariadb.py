@@ -27,7 +27,7 @@ from devkit.services.process import (
     run_dir,
     run_setup_step,
 )
-from hudi_cdc.connect import binlog_gtid_pos
+from hudi_cdc.relay.connect import binlog_gtid_pos
 
 log = logging.getLogger(__name__)
 

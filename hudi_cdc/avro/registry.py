@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Literal
 
-from hudi_cdc.config import SchemaRegistry
+from hudi_cdc.config.models import SchemaRegistry
 from hudi_cdc.errors import RegistryUnavailableError
 
 log = logging.getLogger(__name__)

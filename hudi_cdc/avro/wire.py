@@ -28,8 +28,8 @@ from pyspark.sql.avro.functions import from_avro
 
 from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, required_fields, spark_schema
 from hudi_cdc.avro.registry import IdKind, SchemaFetcher, SchemaRef
-from hudi_cdc.config import TableConfig, WireFormat
-from hudi_cdc.kafka_headers import KAFKA_HEADERS, last_header
+from hudi_cdc.config.models import TableConfig, WireFormat
+from hudi_cdc.kafka.headers import KAFKA_HEADERS, last_header
 
 WIRE_KEY = "__wire_key"
 """The record's key as read from Kafka (Avro bytes), for the dead-letter store."""

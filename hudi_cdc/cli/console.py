@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from hudi_cdc.cli.logs import configure
 from hudi_cdc.cli.output import output_for
-from hudi_cdc.config import Config, JobConfig, TableConfig, load_config
+from hudi_cdc.config.models import Config, JobConfig, TableConfig, load_config
 from hudi_cdc.errors import CdcError, ConfigError
-from hudi_cdc.logging_setup import configure
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,8 +53,8 @@ def cli(log_level: str) -> None:
 @catch_errors
 def run(config_path: str, once: bool) -> None:
     """Run the ingestion job (continuous unless --once)."""
-    from hudi_cdc import stream
-    from hudi_cdc.spark_session import get_or_create_session
+    from hudi_cdc.job import stream
+    from hudi_cdc.spark.session import get_or_create_session
 
     config = load_config(config_path)
     stream.run(get_or_create_session(app_name=config.job.name), config, once=once, source=config_path)
@@ -116,16 +116,15 @@ def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: 
 
     Kept for scripts: the same as `dead-letters replay --error-class SchemaChangeError`.
     """
-    from hudi_cdc import stream
-
+    from hudi_cdc.job import replay
     config = load_config(config_path)
     spark = _session(config.job, "replay")
-    metrics = stream.replay_dead_letters(spark, config, tables=list(tables), error_class=error_class)
+    metrics = replay.replay_dead_letters(spark, config, tables=list(tables), error_class=error_class)
     output_for(False).table("replayed", [vars(t) for t in metrics.tables])
 
 
 def _point_in_time(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    from hudi_cdc.dead_letter_ops import point_in_time
+    from hudi_cdc.dead_letters.ops import point_in_time
 
     if value is None:
         return None
@@ -174,8 +173,7 @@ def dead_letters_list(
     summary: bool,
 ) -> None:
     """One line per dead letter, newest first (messages shortened; `show` prints them whole)."""
-    from hudi_cdc import dead_letter_ops as ops
-
+    from hudi_cdc.dead_letters import ops
     config, spark = _config_and_spark(config_path, "dead-letters")
     selection = ops.Selection(tables=tables, error_classes=error_classes, since=since, until=until)
     letters = ops.select(spark, config.job.dead_letter_path, selection)
@@ -208,8 +206,7 @@ def dead_letters_show(
     limit: int,
 ) -> None:
     """Whole records: topic[partition]@offset, class, message, key and value (decoded when JSON or Avro)."""
-    from hudi_cdc import dead_letter_ops as ops
-
+    from hudi_cdc.dead_letters import ops
     config, spark = _config_and_spark(config_path, "dead-letters")
     selection = ops.Selection(
         tables=tables, error_classes=error_classes, since=since, until=until, topic=topic, partition=partition, offset=offset
@@ -242,12 +239,11 @@ def dead_letters_replay(
     Records applied before count as duplicates and change nothing; a record that fails again
     stays in the store once (no duplicate). Replayed records stay until purged.
     """
-    from hudi_cdc import stream
-
+    from hudi_cdc.job import replay
     config, spark = _config_and_spark(config_path, "replay")
     rows: list[dict[str, Any]] = []
     for error_class in error_classes or (None,):
-        metrics = stream.replay_dead_letters(
+        metrics = replay.replay_dead_letters(
             spark, config, tables=list(tables), error_class=error_class, since=since, until=until
         )
         rows.extend(vars(t) for t in metrics.tables)
@@ -265,8 +261,8 @@ def dead_letters_purge(
     config_path: str, tables: tuple[str, ...], older_than: str | None, dry_run: bool, as_json: bool
 ) -> None:
     """Delete dead letters detected longer ago than the retention (job.dead_letter_retention)."""
-    from hudi_cdc import dead_letter_ops as ops
-    from hudi_cdc.durations import parse_duration
+    from hudi_cdc.config.durations import parse_duration
+    from hudi_cdc.dead_letters import ops
     from hudi_cdc.errors import DeadLetterRetentionError
 
     config = load_config(config_path)
@@ -282,7 +278,7 @@ def dead_letters_purge(
 
 
 def _session(job: JobConfig, purpose: str) -> SparkSession:
-    from hudi_cdc.spark_session import job_session
+    from hudi_cdc.spark.session import job_session
 
     return job_session(job, purpose)
 
@@ -312,11 +308,11 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
     --wait-until, the table has a watermark), 3 not reached before --timeout (or no watermark
     yet), 1 error (bad configuration, unknown table).
     """
-    from hudi_cdc.durations import parse_duration
+    from hudi_cdc.commit.progress import Progress
+    from hudi_cdc.commit.watermark import EXIT_NOT_REACHED, wait_until
+    from hudi_cdc.config.durations import parse_duration
     from hudi_cdc.hudi.table import table_exists
     from hudi_cdc.hudi.timeline import latest_job_metadata
-    from hudi_cdc.progress import Progress
-    from hudi_cdc.watermark import EXIT_NOT_REACHED, wait_until
 
     try:
         limits = parse_duration(timeout, allow_zero=True), parse_duration(poll)
@@ -410,7 +406,7 @@ def resume_binlog(
     import json
     from pathlib import Path
 
-    from hudi_cdc.connect import ConnectRest, start_connector_at_binlog
+    from hudi_cdc.relay.connect import ConnectRest, start_connector_at_binlog
 
     config = json.loads(Path(connector_config).read_text()) if connector_config else {}
     config = config.get("config", config)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc.cli.output import output_for
-from hudi_cdc.config import load_config
+from hudi_cdc.config.models import load_config
 from hudi_cdc.errors import CdcError, RelayRefused
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def relay_errors(func: F) -> F:
 def _relay(config_path: str) -> Relay:
     from hudi_cdc.relay.actions import relay_for
     from hudi_cdc.relay.store import ledger_folder
-    from hudi_cdc.spark_session import job_session
+    from hudi_cdc.spark.session import job_session
 
     config = load_config(config_path)
     ledger_folder(config, source=config_path)  # refuse a config without `connector` before Spark starts

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from hudi_cdc.config import Compaction
-
-INLINE = "hoodie.compact.inline"
-SCHEDULE_INLINE = "hoodie.compact.schedule.inline"
-TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
-MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
-MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
-ASYNC_COMPACTION = "hoodie.datasource.compaction.async.enable"
-COMPACTION_KEYS = (INLINE, SCHEDULE_INLINE, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, ASYNC_COMPACTION)
+from hudi_cdc.config.models import Compaction
+from hudi_cdc.hudi.options import (
+    ASYNC_COMPACTION,
+    INLINE,
+    MAX_DELTA_COMMITS,
+    MAX_DELTA_SECONDS,
+    SCHEDULE_INLINE,
+    TRIGGER_STRATEGY,
+)
 
 
 def compaction_options(policy: Compaction) -> dict[str, str]:

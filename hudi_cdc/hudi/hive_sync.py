@@ -17,12 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import TableConfig, TableType
-from hudi_cdc.hudi import fs
+from hudi_cdc.commit.progress import Progress, iso_utc
+from hudi_cdc.config.models import TableConfig, TableType
 from hudi_cdc.hudi.table import latest_commit
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.progress import Progress, iso_utc
-from hudi_cdc.spark_session import error_summary, hadoop_conf, jvm
+from hudi_cdc.spark import fs
+from hudi_cdc.spark.session import error_summary, hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ SNAPSHOT_WITH_TABLE_NAME = "hoodie.meta.sync.sync_snapshot_with_table_name"
 SNAPSHOT_WITH_TABLE_NAME_DEFAULT = "false"
 TABLE_PROPERTIES = "hoodie.datasource.hive_sync.table_properties"
 """Extra metastore table properties, one `key=value` per line; Hudi sets them at every sync."""
-WATERMARK_PROPERTY = "hudi_cdc.watermark"
+WATERMARK_PROPERTY = "hudi_cdc.commit.watermark"
 """Published with every sync: the registered commit's freshness watermark (ISO-8601 UTC)."""
 WATERMARK_TS_MS_PROPERTY = "hudi_cdc.watermark_ts_ms"
 RO_SUFFIX = "_ro"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from hudi_cdc.config import TableConfig
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.hudi.options import OPERATION_UPSERT
 
 META_COLUMNS = (

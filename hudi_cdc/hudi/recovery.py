@@ -16,9 +16,9 @@ import time
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.table import meta_client
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.spark import fs
+from hudi_cdc.spark.session import hadoop_conf, jvm
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Rewrite a table's current rows with the index and table version its settings now ask for (`hudi-cdc relayout`).
 
 A bucket table's layout is fixed when it is created: Hudi keeps a key's bucket in file names only,
-so the job refuses a change of `index` or `buckets` under it (`stream.index_problems`); and Hudi
-does not downgrade a table's version (`stream.version_problems`). Changing them means writing the
+so the job refuses a change of `index` or `buckets` under it (`job.preflight.index_problems`); and Hudi
+does not downgrade a table's version (`job.preflight.version_problems`). Changing them means writing the
 rows anew, which this does in place, without a new Debezium snapshot:
 
 1. the current rows (a snapshot read: every stored column, the `_cdc_*` state included) are bulk
@@ -31,14 +31,16 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.config import TableConfig
+from hudi_cdc.commit.offsets import INDEX_KEY
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.errors import RelayoutError
 from hudi_cdc.events import HOODIE_IS_DELETED
-from hudi_cdc.hudi import fs, writer
-from hudi_cdc.hudi.options import OPERATION_BULK_INSERT, index_layout, trailing_columns, write_options
+from hudi_cdc.hudi import writer
+from hudi_cdc.hudi.options import OPERATION_BULK_INSERT
 from hudi_cdc.hudi.table import latest_commit, read_table, table_exists
+from hudi_cdc.hudi.table_options import index_layout, trailing_columns, write_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.offsets import INDEX_KEY
+from hudi_cdc.spark import fs
 
 log = logging.getLogger(__name__)
 

@@ -31,14 +31,14 @@ from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.options import (
     KEEP_MAX_COMMITS,
     KEEP_MAX_COMMITS_DEFAULT,
     KEEP_MIN_COMMITS,
     KEEP_MIN_COMMITS_DEFAULT,
 )
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.spark import fs
+from hudi_cdc.spark.session import hadoop_conf, jvm
 
 # Trino's window is 72 h in *its* JVM's time zone; instants are written in the writer's. 100 h
 # covers any pair of time zones (at most 26 h apart) with 2 h to spare.

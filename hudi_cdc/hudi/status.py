@@ -7,12 +7,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import TableConfig
-from hudi_cdc.hudi import fs, retention
+from hudi_cdc.commit.progress import iso_utc
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.hudi import retention
 from hudi_cdc.hudi.hive_sync import SyncState
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.hudi.timeline import summary
-from hudi_cdc.progress import iso_utc
+from hudi_cdc.spark import fs
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class TableStatus:
     """topic -> partition -> newest Kafka offset of the last commit."""
     last_batch: int | None = None
     watermark: str | None = None
-    """Source time (UTC, ISO-8601) through which every partition is applied; see hudi_cdc.progress."""
+    """Source time (UTC, ISO-8601) through which every partition is applied; see hudi_cdc.commit.progress."""
     committed_counts: dict[str, int] = field(default_factory=dict)
     """Outcome counts of every committed batch, summed (exact across crashes and replays)."""
     last_commit_counts: dict[str, int] = field(default_factory=dict)

@@ -13,10 +13,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.hudi import fs
 from hudi_cdc.hudi.options import DATA_SKIPPING
 from hudi_cdc.hudi.prepped import META_COLUMNS
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.spark import fs
+from hudi_cdc.spark.session import hadoop_conf, jvm
 
 
 def table_exists(spark: SparkSession, base_path: str) -> bool:

@@ -8,10 +8,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from hudi_cdc.commit.offsets import BATCH_KEY, OFFSETS_KEY
+from hudi_cdc.commit.progress import Progress
 from hudi_cdc.hudi.table import meta_client, table_exists
-from hudi_cdc.offsets import BATCH_KEY, OFFSETS_KEY
-from hudi_cdc.progress import Progress
-from hudi_cdc.spark_session import jvm
+from hudi_cdc.spark.session import jvm
 
 
 @dataclass(frozen=True)

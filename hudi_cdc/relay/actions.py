@@ -21,12 +21,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import Config
-from hudi_cdc.config_connector import ConnectorSection
-from hudi_cdc.connect import ConnectRest, start_connector_at_binlog
+from hudi_cdc.config.connector import ConnectorSection
+from hudi_cdc.config.models import Config
 from hudi_cdc.errors import ConfigError, RelayRefused
 from hudi_cdc.relay import ledger as L
 from hudi_cdc.relay import observe, store
+from hudi_cdc.relay.connect import ConnectRest, start_connector_at_binlog
 from hudi_cdc.relay.source import current_position
 
 log = logging.getLogger(__name__)

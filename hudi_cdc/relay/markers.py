@@ -17,9 +17,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from hudi_cdc.config import KafkaSource
+from hudi_cdc.config.models import KafkaSource
 from hudi_cdc.errors import ConnectError
-from hudi_cdc.kafka_check import client_settings, librdkafka_client
+from hudi_cdc.kafka.check import client_settings, librdkafka_client
 
 LAST_MARKERS = frozenset({"last", "last_in_data_collection"})
 _POLL_SECONDS = 1.0

@@ -14,12 +14,12 @@ from datetime import datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.config import Config
-from hudi_cdc.connect import ConnectRest
+from hudi_cdc.config.models import Config
 from hudi_cdc.errors import ConnectError
 from hudi_cdc.hudi import timeline
 from hudi_cdc.hudi.table import read_table, table_exists
 from hudi_cdc.relay import ledger as L
+from hudi_cdc.relay.connect import ConnectRest
 from hudi_cdc.relay.markers import scan_topic
 from hudi_cdc.relay.source import row_counts
 

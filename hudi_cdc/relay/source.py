@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from hudi_cdc.connect import binlog_gtid_pos
 from hudi_cdc.errors import ConnectError
+from hudi_cdc.relay.connect import binlog_gtid_pos
 from hudi_cdc.relay.ledger import BinlogPosition
 
 

@@ -13,10 +13,10 @@ import re
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import Config
+from hudi_cdc.config.models import Config
 from hudi_cdc.errors import ConfigError, LedgerConflict
-from hudi_cdc.hudi import fs
 from hudi_cdc.relay.ledger import Ledger
+from hudi_cdc.spark import fs
 
 log = logging.getLogger(__name__)
 

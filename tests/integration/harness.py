@@ -25,9 +25,9 @@ from devkit.debezium import KafkaRecord
 from devkit.metrics_plot import scrape
 from devkit.services import free_port
 from devkit.services.kafka import LocalKafka
-from hudi_cdc import stream
-from hudi_cdc.config import Config, parse_config
-from hudi_cdc.metrics import BatchMetrics
+from hudi_cdc.commit.metrics import BatchMetrics
+from hudi_cdc.config.models import Config, parse_config
+from hudi_cdc.job import stream
 
 META = ("_hoodie_", "_cdc_ingested_at", "_cdc_column_orders")
 

@@ -20,8 +20,8 @@ from devkit.debezium_avro import frame, to_avro
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.avro.registry import SchemaFetcher
 from hudi_cdc.avro.wire import avro_as_json
-from hudi_cdc.config import SchemaRegistry, TableConfig
-from hudi_cdc.decode import DecodeResult
+from hudi_cdc.config.models import SchemaRegistry, TableConfig
+from hudi_cdc.decode.records import DecodeResult
 from tests.unit.test_decode import decode_cached
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from devkit.debezium_avro import to_avro
 from devkit.services.kafka import LocalKafka
 from devkit.services.process import free_port
 from devkit.services.registry import LocalRegistry
-from hudi_cdc import stream
+from hudi_cdc.job import replay
 from tests.integration.harness import Job
 from tests.integration.test_avro_decode import _id_in_headers, corpus
 from tests.unit.avro.test_registry import NATIVE, FakeRegistry, _Handler
@@ -94,7 +94,7 @@ def test_dead_lettered_records_with_ids_in_headers_land_when_replayed(
     assert all(any(h["key"] == "apicurio.value.contentId" for h in d["headers"]) for d in letters)
 
     job.schema_registry = {"url": registry.ccompat_url}  # Apicurio's API beside it
-    replayed = stream.replay_dead_letters(spark, job.config, tables=["t"], error_class="AvroDecodeError")
+    replayed = replay.replay_dead_letters(spark, job.config, tables=["t"], error_class="AvroDecodeError")
     (metrics,) = replayed.tables
     assert (metrics.read, metrics.dead_letter) == (9, 0)
     assert job.rows_spark("t") == as_json.rows_spark("t")

@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
-from hudi_cdc import merge, pipeline
+from hudi_cdc.fold import merge
+from hudi_cdc.job import pipeline
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

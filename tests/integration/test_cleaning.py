@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_cdc.config import TableConfig
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.hudi import writer
-from hudi_cdc.hudi.options import write_options
 from hudi_cdc.hudi.table import read_table
+from hudi_cdc.hudi.table_options import write_options
 
 pytestmark = pytest.mark.integration
 

@@ -17,13 +17,13 @@ from devkit.debezium import Column, DebeziumTable
 from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.cli.console import cli
+from hudi_cdc.commit.metrics import COUNTED, TableMetrics
+from hudi_cdc.commit.progress import iso_utc
+from hudi_cdc.commit.watermark import EXIT_NOT_REACHED
 from hudi_cdc.hudi import hive_sync
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.timeline import summary
-from hudi_cdc.metrics import COUNTED, TableMetrics
-from hudi_cdc.progress import iso_utc
-from hudi_cdc.spark_session import jvm
-from hudi_cdc.watermark import EXIT_NOT_REACHED
+from hudi_cdc.spark.session import jvm
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

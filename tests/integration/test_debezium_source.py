@@ -14,8 +14,8 @@ from confluent_kafka import Message
 from devkit.services.connect import LocalConnect, mariadb_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import BinlogPosition, LocalMariaDB
-from hudi_cdc.connect import start_connector_at_binlog
 from hudi_cdc.errors import ConnectError
+from hudi_cdc.relay.connect import start_connector_at_binlog
 
 pytestmark = pytest.mark.integration
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from hudi_cdc.config import KafkaSource
+from hudi_cdc.config.models import KafkaSource
 from hudi_cdc.errors import KafkaUnreachableError
-from hudi_cdc.kafka_check import check_reachable
+from hudi_cdc.kafka.check import check_reachable
 
 pytestmark = pytest.mark.integration
 

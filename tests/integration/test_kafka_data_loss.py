@@ -18,8 +18,8 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import DebeziumTable
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.commit.metrics import BatchMetrics
 from hudi_cdc.errors import KafkaDataLossError
-from hudi_cdc.metrics import BatchMetrics
 from tests.integration.harness import Job
 from tests.integration.test_bad_records import COLUMNS, _row
 

@@ -9,8 +9,8 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from devkit.services.kafka import LocalKafka
-from hudi_cdc.config import KafkaSource
-from hudi_cdc.kafka_lag import Watermarks, lag
+from hudi_cdc.config.models import KafkaSource
+from hudi_cdc.kafka.lag import Watermarks, lag
 
 pytestmark = pytest.mark.integration
 

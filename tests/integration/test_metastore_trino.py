@@ -32,7 +32,7 @@ from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
 from devkit.services.trino import LocalTrino
-from hudi_cdc.config import Compaction, HiveSync, TableConfig, TableType
+from hudi_cdc.config.models import Compaction, HiveSync, TableConfig, TableType
 from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions, MetastoreSync
@@ -42,10 +42,10 @@ from hudi_cdc.hudi.options import (
     KEEP_MAX_COMMITS,
     KEEP_MIN_COMMITS,
     RECORD_KEY,
-    write_options,
 )
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.table import latest_commit, table_exists
+from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.hudi.writer import keep_history_listable
 from tests.integration.harness import Job
 

@@ -36,12 +36,12 @@ NOT_IMPORTED = ("devkit", "tests", "pytest", "hypothesis", "trino", "hudi", "pym
 PRODUCT_MODULES = (
     "hudi_cdc",
     "hudi_cdc.cli.console",
-    "hudi_cdc.stream",
-    "hudi_cdc.pipeline",
-    "hudi_cdc.connect",
+    "hudi_cdc.job.stream",
+    "hudi_cdc.job.pipeline",
+    "hudi_cdc.relay.connect",
     "hudi_cdc.hudi.status",
     "hudi_cdc.hudi.compactor",
-    "hudi_cdc.spark_session",
+    "hudi_cdc.spark.session",
 )
 SOURCES = ("setup.cfg", "pyproject.toml", "README.md", "hudi_cdc")
 

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
-from hudi_cdc.spark_session import jvm
+from hudi_cdc.spark.session import jvm
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

@@ -28,10 +28,10 @@ from pyspark.sql import functions as F
 from devkit.services.connect import LocalConnect, flattening_config, postgres_connector_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.postgres import LocalPostgres
+from hudi_cdc.decode.toast import toast_values
+from hudi_cdc.events import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.table import table_exists
-from hudi_cdc.toast import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
-from hudi_cdc.toast import toast_values
 from tests.integration.conftest import ReadTopic
 from tests.integration.harness import Job, wait_for
 
@@ -77,7 +77,7 @@ def _note(row_id: int) -> str:
 
 
 def _as_stored(column: str, value: Any) -> Any:
-    """A PostgreSQL value as the Hudi table holds it (see hudi_cdc/debezium_types.py)."""
+    """A PostgreSQL value as the Hudi table holds it (see hudi_cdc/decode/debezium_types.py)."""
     if value is None:
         return None
     if column == "ratio":  # VariableScaleDecimal: the exact decimal as a string

@@ -26,19 +26,19 @@ from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
 from hudi_cdc.cli.console import cli
-from hudi_cdc.config import TableConfig
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.hudi.compaction import INLINE
 from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.options import (
     CLEAN_MAX_COMMITS,
     CLEANER_COMMITS_RETAINED,
+    INLINE,
     KEEP_MAX_COMMITS,
     KEEP_MIN_COMMITS,
-    write_options,
 )
 from hudi_cdc.hudi.status import table_status
+from hudi_cdc.hudi.table_options import write_options
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration

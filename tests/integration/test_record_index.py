@@ -21,17 +21,17 @@ from pyspark.sql import DataFrame, SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
-from hudi_cdc import stream
 from hudi_cdc.cli.console import cli
+from hudi_cdc.commit.offsets import INDEX_KEY
 from hudi_cdc.errors import ConfigError, RelayoutError
-from hudi_cdc.hudi import fs
+from hudi_cdc.fold.stored_state import INDEX_LOOKUP_MAX_KEYS
 from hudi_cdc.hudi import relayout as relayout_module
-from hudi_cdc.hudi.options import key_lookup_options
 from hudi_cdc.hudi.relayout import relayout
 from hudi_cdc.hudi.table import meta_client, read_keys, read_table
+from hudi_cdc.hudi.table_options import key_lookup_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
-from hudi_cdc.offsets import INDEX_KEY
-from hudi_cdc.stored_state import INDEX_LOOKUP_MAX_KEYS
+from hudi_cdc.job import stream
+from hudi_cdc.spark import fs
 from tests.integration.harness import Job
 
 pytestmark = pytest.mark.integration
@@ -119,7 +119,7 @@ def test_an_index_that_names_files_keeps_partial_updates_and_moves_and_prunes_th
 ) -> None:
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **table}])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
-    with caplog.at_level(logging.INFO, logger="hudi_cdc.pipeline"):
+    with caplog.at_level(logging.INFO, logger="hudi_cdc.job.pipeline"):
         for records in _batches(src):
             job.produce("accounts", records)
             job.run()

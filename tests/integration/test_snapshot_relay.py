@@ -29,7 +29,7 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from hudi_cdc.cli.console import cli
 from hudi_cdc.cli.snapshot import EXIT_REFUSED
-from hudi_cdc.config_connector import RELAY_OWNED_KEYS
+from hudi_cdc.config.connector import RELAY_OWNED_KEYS
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.relay.markers import scan_topic
 from tests.integration.harness import Job, wait_for

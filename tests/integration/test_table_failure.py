@@ -19,9 +19,9 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import DebeziumTable
 from devkit.services.kafka import LocalKafka
-from hudi_cdc import stream
 from hudi_cdc.cli.console import cli
 from hudi_cdc.errors import ConfigError, TableFailure
+from hudi_cdc.job import stream
 from tests.integration.harness import Job
 from tests.integration.test_bad_records import COLUMNS, _row, _source
 

@@ -318,7 +318,7 @@ def test_a_failed_plain_run_is_kept_aside_and_started_once_more(tmp_path: Path) 
 def test_hoodie_options_reach_both_hudi_jobs_write_options() -> None:
     from devkit.bench.__main__ import _settings
     from devkit.bench.jobs import JobSpec, plain_options
-    from hudi_cdc.hudi.options import write_options
+    from hudi_cdc.hudi.table_options import write_options
 
     options = _settings(["hoodie.parquet.max.file.size=8388608", "hoodie.parquet.small.file.limit=4194304"], "--hoodie-option")
     spec = JobSpec(job="plain", bootstrap="localhost:9092", topics=["t"], batch=10, table_path="/tmp/t",

@@ -11,8 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
-from hudi_cdc.collapse import Truncation, fold
-from hudi_cdc.config import TableConfig
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.events import (
     COLUMN_ORDERS,
     DELETED,
@@ -27,8 +26,9 @@ from hudi_cdc.events import (
     TS_MS,
     ts_order,
 )
-from hudi_cdc.merge import rows_to_write
-from hudi_cdc.stored_state import stored_columns
+from hudi_cdc.fold.collapse import Truncation, fold
+from hudi_cdc.fold.merge import rows_to_write
+from hudi_cdc.fold.stored_state import stored_columns
 from tests.reference_model import Event, ReferenceTable
 
 SCHEMA = StructType(

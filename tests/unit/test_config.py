@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.config import load_config, parse_config
+from hudi_cdc.config.models import load_config, parse_config
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.hudi.options import write_options
+from hudi_cdc.hudi.table_options import write_options
 
 
 def _valid() -> dict[str, Any]:

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from hudi_cdc.connect import binlog_gtid_pos, binlog_offset
 from hudi_cdc.errors import CdcError, ConnectError
+from hudi_cdc.relay.connect import binlog_gtid_pos, binlog_offset
 
 
 def test_binlog_offset_is_debeziums_partition_and_offset() -> None:

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc import dead_letter
-from hudi_cdc import dead_letter_ops as ops
 from hudi_cdc.cli.console import cli
+from hudi_cdc.dead_letters import ops
+from hudi_cdc.dead_letters import store as dead_letter
 
 OLD = datetime(2024, 1, 1, 12, tzinfo=UTC)
 NEW = datetime.now(UTC) - timedelta(minutes=5)

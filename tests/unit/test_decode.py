@@ -20,10 +20,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DecimalType, IntegerType, StringType, StructField, StructType
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord, patch_message
-from hudi_cdc.config import TableConfig
-from hudi_cdc.decode import DecodeResult, decode
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.decode.records import DecodeResult, decode
+from hudi_cdc.events import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 from hudi_cdc.events import PRESENT, binlog_order, column_order, lsn_order, ts_order
-from hudi_cdc.toast import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 
 TOPIC = "dbserver1.inventory.customers"
 KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -962,7 +962,7 @@ def test_schemaless_debezium_encodings_are_read_exactly_with_declared_connect_sc
 def test_a_later_batch_of_the_same_shape_reuses_the_plan_and_decodes_its_own_records(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hudi_cdc.decode as decode_module
+    import hudi_cdc.decode.records as decode_module
 
     table = TableConfig(name="customers_plan_cache", key=["id"], base_path="/unused")
     built: list[int] = []

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from hudi_cdc.durations import format_duration, parse_duration, spark_interval
+from hudi_cdc.config.durations import format_duration, parse_duration, spark_interval
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hudi_cdc.pipeline import each_table
+from hudi_cdc.job.pipeline import each_table
 
 
 class _Gauge:

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc import pipeline
-from hudi_cdc.config import TableConfig
-from hudi_cdc.failures import environment_fault, held_by_a_fresh_heartbeat, kafka_data_loss, kafka_fault
-from hudi_cdc.metrics import TableMetrics
+from hudi_cdc.commit.metrics import TableMetrics
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.job import isolation
+from hudi_cdc.job.context import BatchContext
+from hudi_cdc.job.failures import environment_fault, held_by_a_fresh_heartbeat, kafka_data_loss, kafka_fault
 
 HIERARCHY = {
     "org.apache.hudi.exception.HoodieMetadataException": "org.apache.hudi.exception.HoodieException",
@@ -267,7 +268,7 @@ def test_a_fresh_heartbeat_of_a_killed_writer_is_recognised() -> None:
 
 @dataclass
 class FakeClock:
-    """`pipeline.time` for the heartbeat wait: sleeping and each try move the clock, nothing waits."""
+    """`isolation.time` for the heartbeat wait: sleeping and each try move the clock, nothing waits."""
 
     now: float = 0.0
     slept: list[float] = field(default_factory=list)
@@ -295,24 +296,23 @@ def test_a_batch_waits_for_the_heartbeat_then_applies_or_stops(monkeypatch: pyte
             raise _heartbeat_refusal()
         return TableMetrics(table="t", read=1)
 
-    monkeypatch.setattr(pipeline, "_run_table", run_table)
-    monkeypatch.setattr(pipeline, "time", clock)
+    monkeypatch.setattr(isolation, "time", clock)
     table = TableConfig(name="t", key=["id"], base_path="/unused")
-    ctx = pipeline.BatchContext(config=None, batch_id=3)  # type: ignore[arg-type]
-    metrics = pipeline._run_table_waiting(None, None, table, ctx)  # type: ignore[arg-type]
-    assert metrics.read == 1 and len(calls) == 3 and sum(clock.slept) == 2 * pipeline.HEARTBEAT_POLL_SECONDS
+    ctx = BatchContext(config=None, batch_id=3)  # type: ignore[arg-type]
+    metrics = isolation.apply_waiting(run_table, None, None, table, ctx)  # type: ignore[arg-type]
+    assert metrics.read == 1 and len(calls) == 3 and sum(clock.slept) == 2 * isolation.HEARTBEAT_POLL_SECONDS
 
     calls.clear()
     refusals = 10**6  # a heartbeat that never expires: another writer really runs
     with pytest.raises(FakePy4JError):
-        pipeline._run_table_waiting(None, None, table, ctx)  # type: ignore[arg-type]
-    budget = 120 + pipeline.HEARTBEAT_WAIT_MARGIN_SECONDS  # Hudi's defaults: 2 missed beats of 60 s
-    assert len(calls) == int(budget / pipeline.HEARTBEAT_POLL_SECONDS) + 1
+        isolation.apply_waiting(run_table, None, None, table, ctx)  # type: ignore[arg-type]
+    budget = 120 + isolation.HEARTBEAT_WAIT_MARGIN_SECONDS  # Hudi's defaults: 2 missed beats of 60 s
+    assert len(calls) == int(budget / isolation.HEARTBEAT_POLL_SECONDS) + 1
 
     calls.clear()
     try_seconds = 20.0  # each refused try takes time of its own: fewer tries fit in the budget
     with pytest.raises(FakePy4JError):
-        pipeline._run_table_waiting(None, None, table, ctx)  # type: ignore[arg-type]
+        isolation.apply_waiting(run_table, None, None, table, ctx)  # type: ignore[arg-type]
     # tries end at 20, 55, 90, 125 and 160 s after the first began: the fifth is past 150 s
     assert len(calls) == 5
 
@@ -322,5 +322,5 @@ def test_a_batch_waits_for_the_heartbeat_then_applies_or_stops(monkeypatch: pyte
         update={"hoodie_options": {"hoodie.client.heartbeat.interval_in_ms": 10_000, "hoodie.client.heartbeat.tolerable.misses": 3}}
     )
     with pytest.raises(FakePy4JError):
-        pipeline._run_table_waiting(None, None, quick, ctx)  # type: ignore[arg-type]
-    assert len(calls) == int((30 + pipeline.HEARTBEAT_WAIT_MARGIN_SECONDS) / pipeline.HEARTBEAT_POLL_SECONDS) + 1
+        isolation.apply_waiting(run_table, None, None, quick, ctx)  # type: ignore[arg-type]
+    assert len(calls) == int((30 + isolation.HEARTBEAT_WAIT_MARGIN_SECONDS) / isolation.HEARTBEAT_POLL_SECONDS) + 1

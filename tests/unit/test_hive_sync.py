@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pydantic
 import pytest
 
-from hudi_cdc.config import HiveSync, TableConfig
+from hudi_cdc.config.models import HiveSync, TableConfig
 from hudi_cdc.hudi import hive_sync
 from hudi_cdc.hudi.hive_sync import UNKNOWN_COMMIT, HiveSyncOptions, SyncState, sync_options
 

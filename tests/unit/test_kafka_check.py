@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, KafkaException
 
-from hudi_cdc.config import KafkaSource
-from hudi_cdc.kafka_check import client_settings, librdkafka_client
+from hudi_cdc.config.models import KafkaSource
+from hudi_cdc.kafka.check import client_settings, librdkafka_client
 
 
 def test_java_client_settings_are_translated_for_the_check() -> None:

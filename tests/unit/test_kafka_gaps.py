@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hudi_cdc.kafka_gaps import Gap, suspects, unread
-from hudi_cdc.offset_log import source_offsets
+from hudi_cdc.kafka.gaps import Gap, suspects, unread
+from hudi_cdc.kafka.offset_log import source_offsets
 
 T = "srv.db.t"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.lineage import checkpointed, release
+from hudi_cdc.spark.lineage import checkpointed, release
 
 
 def _held(spark: SparkSession, rdd_id: int) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hudi_cdc.offsets import KafkaRange
+from hudi_cdc.commit.offsets import KafkaRange
 
 
 def test_a_range_names_every_partition_with_its_first_and_last_offset() -> None:

@@ -14,8 +14,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from hudi_cdc.config import TableConfig, parse_config
+from hudi_cdc.config.models import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.fold.stored_state import index_lookup_column
 from hudi_cdc.hudi.compactor import procedure_options
 from hudi_cdc.hudi.options import (
     BUCKET_COUNT,
@@ -30,6 +31,8 @@ from hudi_cdc.hudi.options import (
     RECORD_KEY,
     SIMPLE_INDEX_UPDATE_PARTITION_PATH,
     WRITE_TABLE_VERSION,
+)
+from hudi_cdc.hudi.table_options import (
     index_layout,
     index_options,
     key_lookup_options,
@@ -37,7 +40,6 @@ from hudi_cdc.hudi.options import (
     write_options,
 )
 from hudi_cdc.hudi.writer import RowCounts, operation
-from hudi_cdc.stored_state import index_lookup_column
 
 
 def _table(**fields: object) -> TableConfig:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hudi_cdc.plan_cache import PlanCache
+from hudi_cdc.spark.plan_cache import PlanCache
 
 
 def _counting() -> tuple[PlanCache[str], list[str]]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.durations import spark_interval
-from hudi_cdc.locations import HadoopFiles, base_path_problems
-from hudi_cdc.route_regex import jvm_problems
-from hudi_cdc.spark_session import hadoop_conf, jvm
+from hudi_cdc.config.durations import spark_interval
+from hudi_cdc.config.locations import HadoopFiles, base_path_problems
+from hudi_cdc.config.route_regex import jvm_problems
+from hudi_cdc.spark.session import hadoop_conf, jvm
 
 
 def test_java_compiles_the_patterns_it_accepts(spark: SparkSession) -> None:

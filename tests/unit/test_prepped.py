@@ -7,12 +7,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from hudi_cdc.collapse import CHANGED, EXISTS, HAD_ROW
-from hudi_cdc.config import TableConfig
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.fold.collapse import CHANGED, EXISTS, HAD_ROW
+from hudi_cdc.fold.merge import NEW_KEY, UNLOCATED, key_state, rows_to_write
+from hudi_cdc.fold.stored_state import CDC_COLUMNS, touched_rows
 from hudi_cdc.hudi import prepped
-from hudi_cdc.hudi.options import MERGE_INTO_PREPPED, NULL_FOR_MISSING_COLUMNS, write_options
-from hudi_cdc.merge import NEW_KEY, UNLOCATED, key_state, rows_to_write
-from hudi_cdc.stored_state import CDC_COLUMNS, touched_rows
+from hudi_cdc.hudi.options import MERGE_INTO_PREPPED, NULL_FOR_MISSING_COLUMNS
+from hudi_cdc.hudi.table_options import write_options
 
 
 def _table(**fields: object) -> TableConfig:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hudi_cdc.metrics import COUNTED, TableMetrics
-from hudi_cdc.offsets import KafkaRange, commit_metadata
-from hudi_cdc.progress import Mark, Progress, counts_of, iso_utc
+from hudi_cdc.commit.metrics import COUNTED, TableMetrics
+from hudi_cdc.commit.offsets import KafkaRange, commit_metadata
+from hudi_cdc.commit.progress import Mark, Progress, counts_of, iso_utc
 
 
 def test_a_new_table_has_no_watermark_and_zero_totals() -> None:

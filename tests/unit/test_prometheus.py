@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from hudi_cdc.config import Config, parse_config
+from hudi_cdc.commit.metrics import BatchMetrics, TableMetrics
+from hudi_cdc.config.models import Config, parse_config
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.kafka_lag import Positions
-from hudi_cdc.metrics import BatchMetrics, TableMetrics
-from hudi_cdc.prometheus import JobMetrics
+from hudi_cdc.job.prometheus import JobMetrics
+from hudi_cdc.kafka.lag import Positions
 
 
 def _config(**job: object) -> Config:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hudi_cdc.config import parse_config
+from hudi_cdc.config.models import parse_config
 from hudi_cdc.errors import CdcError, ConfigError, RelayRefused
 from hudi_cdc.relay import ledger as L
 from hudi_cdc.relay.actions import binlog_config, snapshot_config

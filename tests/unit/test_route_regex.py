@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hudi_cdc.route_regex import problems
+from hudi_cdc.config.route_regex import problems
 
 
 @pytest.mark.parametrize(

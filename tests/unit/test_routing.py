@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import Config, load_config, parse_config
-from hudi_cdc.routing import TABLE_COLUMN, route
+from hudi_cdc.config.models import Config, load_config, parse_config
+from hudi_cdc.kafka.routing import TABLE_COLUMN, route
 
 
 def _config(routes: list[dict[str, str]]) -> Config:

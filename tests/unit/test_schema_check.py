@@ -17,10 +17,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from hudi_cdc.config import TableConfig
-from hudi_cdc.decode_schema import batch_types
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.decode.schema import batch_types
 from hudi_cdc.errors import SchemaChangeError
-from hudi_cdc.schema_check import check, source_types_after
+from hudi_cdc.hudi.schema_check import check, source_types_after
 
 TABLE = TableConfig(name="customers", key=["id"], base_path="/unused")
 
@@ -62,7 +62,7 @@ def test_a_widening_is_logged_and_on_merge_on_read_names_the_compaction(
     table_type: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     table = TABLE.model_copy(update={"type": table_type})
-    with caplog.at_level("INFO", logger="hudi_cdc.schema_check"):
+    with caplog.at_level("INFO", logger="hudi_cdc.hudi.schema_check"):
         check(_schema(id=LongType(), v=DecimalType(14, 2)), _schema(id=LongType(), v=DecimalType(12, 2)), table)
     assert "column v widened decimal(12,2) -> decimal(14,2)" in caplog.text
     assert ("hudi-cdc compact" in caplog.text) == (table_type == "MERGE_ON_READ")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from hudi_cdc.spark_session import (
+from hudi_cdc.spark.session import (
     BUILD_ENV,
     LOCAL_DRIVER_JAVA_OPTIONS,
     jvm,

@@ -6,8 +6,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.config import parse_config
-from hudi_cdc.stream import kafka_source
+from hudi_cdc.config.models import parse_config
+from hudi_cdc.kafka.source import kafka_source
 
 
 def _source_options(spark: SparkSession, kafka: dict[str, Any], **table: Any) -> Any:

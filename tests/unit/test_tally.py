@@ -10,12 +10,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
-from hudi_cdc.config import TableConfig
-from hudi_cdc.decode import decode, with_envelope
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.decode.records import decode, with_envelope
 from hudi_cdc.events import OP, ORDER, Op
-from hudi_cdc.lineage import release
-from hudi_cdc.routing import TABLE_COLUMN
-from hudi_cdc.tally import survey, tally
+from hudi_cdc.fold.tally import survey, tally
+from hudi_cdc.kafka.routing import TABLE_COLUMN
+from hudi_cdc.spark.lineage import release
 from tests.unit.test_decode import KAFKA_COLUMNS, T0
 
 SOURCE = DebeziumTable(

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from hudi_cdc.toast import placeholder_bytes, toast_values
+from hudi_cdc.decode.toast import toast_values
+from hudi_cdc.events import placeholder_bytes
 
 
 def test_the_default_placeholder_gives_the_shapes_read_off_the_live_connector() -> None:

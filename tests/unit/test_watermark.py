@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hudi_cdc.watermark import epoch_ms, wait_until
+from hudi_cdc.commit.watermark import epoch_ms, wait_until
 
 TEN = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 

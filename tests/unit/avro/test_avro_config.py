@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.config import load_config, parse_config
+from hudi_cdc.config.models import load_config, parse_config
 from hudi_cdc.errors import ConfigError
 
 

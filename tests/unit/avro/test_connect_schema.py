@@ -10,7 +10,7 @@ import pytest
 from devkit.debezium import Column, DebeziumTable
 from devkit.debezium_avro import avro_schema
 from hudi_cdc.avro.connect_schema import AvroSchemaError, connect_schema, required_fields, spark_schema
-from hudi_cdc.debezium_types import column_type, row_fields
+from hudi_cdc.decode.debezium_types import column_type, row_fields
 
 COLUMNS = [
     Column("id", "int32", optional=False),

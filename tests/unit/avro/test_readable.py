@@ -12,8 +12,8 @@ import fastavro
 from devkit.debezium_avro import frame
 from hudi_cdc.avro.readable import AvroBodies, header_ref
 from hudi_cdc.avro.registry import SchemaFetcher, SchemaRef
-from hudi_cdc.config import SchemaRegistry
-from hudi_cdc.dead_letter_ops import decode_bytes
+from hudi_cdc.config.models import SchemaRegistry
+from hudi_cdc.dead_letters.ops import decode_bytes
 from tests.unit.avro.test_registry import API, SCHEMA, FakeRegistry, fake  # noqa: F401 - the fixture
 
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from hudi_cdc.avro.registry import SchemaFetcher, SchemaRef
-from hudi_cdc.config import SchemaRegistry
+from hudi_cdc.config.models import SchemaRegistry
 from hudi_cdc.errors import RegistryUnavailableError
 
 SCHEMA = '{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":5,"scale":2}}]}'

@@ -1,0 +1,85 @@
+"""Kafka positions of a batch, kept in the Hudi commit metadata of the table they fed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hudi_cdc.commit.progress import Positions, Progress
+from hudi_cdc.hudi.options import COMMIT_METADATA_PREFIX_DEFAULT
+
+OFFSETS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "kafka_offsets"
+"""topic -> partition -> the newest offset the commit applied."""
+FIRST_OFFSETS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "kafka_offsets_from"
+"""topic -> partition -> the oldest offset the commit applied (with OFFSETS_KEY: the range)."""
+BATCH_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "batch_id"
+JOB_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "job"
+TRUNCATE_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "truncate"
+"""The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
+INDEX_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "index"
+"""The index that shapes the table's files (`hudi.options.index_layout`); Hudi keeps no record of a bucket index."""
+SOURCE_TYPES_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "source_types"
+"""Column -> its narrow integer type at the source (`schema_check.SourceTypes`), carried by every commit."""
+
+
+@dataclass(frozen=True)
+class KafkaRange:
+    """The Kafka records of one table in one batch (or part of a batch): per partition, first and last offset."""
+
+    first: Positions
+    last: Positions
+
+    def is_range_of(self, metadata: Mapping[str, str]) -> bool:
+        """Did the commit with this extra metadata apply exactly these records?"""
+        first = json.loads(metadata.get(FIRST_OFFSETS_KEY) or "null")
+        last = json.loads(metadata.get(OFFSETS_KEY) or "null")
+        return bool(first == self.first and last == self.last)
+
+    def describe(self) -> str:
+        """`topic[partition]@first..last` for each partition, for messages."""
+        return ", ".join(
+            f"{topic}[{partition}]@{self.first.get(topic, {}).get(partition, last)}..{last}"
+            for topic, partitions in sorted(self.last.items())
+            for partition, last in sorted(partitions.items(), key=lambda p: int(p[0]))
+        )
+
+
+def first_offsets(ranges: Iterable[KafkaRange]) -> dict[str, dict[str, int]]:
+    """The oldest offset of each topic-partition over several ranges (e.g. every table's of a batch)."""
+    firsts: dict[str, dict[str, int]] = {}
+    for kafka in ranges:
+        for topic, partitions in kafka.first.items():
+            mine = firsts.setdefault(topic, {})
+            for partition, offset in partitions.items():
+                mine[partition] = min(offset, mine.get(partition, offset))
+    return firsts
+
+
+def commit_metadata(
+    *,
+    job: str,
+    batch_id: int,
+    kafka: KafkaRange,
+    progress: Progress,
+    index: str,
+    source_types: Mapping[str, str],
+    truncate: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file.
+
+    `index`: the table's `hudi.options.index_layout`; `source_types`: `schema_check.source_types_after`.
+    """
+    metadata = {
+        OFFSETS_KEY: json.dumps(kafka.last, sort_keys=True),
+        FIRST_OFFSETS_KEY: json.dumps(kafka.first, sort_keys=True),
+        BATCH_KEY: str(batch_id),
+        JOB_KEY: job,
+        INDEX_KEY: index,
+        SOURCE_TYPES_KEY: json.dumps(dict(source_types), sort_keys=True),
+        **progress.to_metadata(),
+    }
+    if truncate is not None:
+        metadata[TRUNCATE_KEY] = json.dumps(truncate, sort_keys=True)
+    return metadata

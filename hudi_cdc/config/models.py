@@ -1,0 +1,472 @@
+"""Job configuration: frozen pydantic models, loaded once from YAML at the edge.
+
+Inner code receives these models, never dicts. A bad file fails at start with the
+file, the field and what is allowed (`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hudi_cdc.config import locations, route_regex
+from hudi_cdc.config.connector import ConnectorSection
+from hudi_cdc.config.durations import Duration
+from hudi_cdc.config.env import substitute
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.events import DEFAULT_PLACEHOLDER, column_names_problem, placeholder_bytes
+
+TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
+ImageMode = Literal["full", "patch", "flattened"]
+DeleteMode = Literal["hard", "soft"]
+TruncateMode = Literal["apply", "ignore"]
+SchemaPolicy = Literal["safe", "allow_incompatible"]
+TriggerStrategy = Literal["NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME"]
+CompactionMode = Literal["inline", "schedule_only", "off"]
+WireFormat = Literal["json", "avro", "auto"]
+TableVersion = Literal[6, 9]
+IndexKind = Literal["simple", "record_level", "bucket"]
+
+# Kafka client keys whose values are secrets: never logged, never shown in repr.
+_SECRET_KEY = re.compile(r"(password|secret|jaas|token|key\.pem|keystore\.key|credentials)", re.I)
+# Names we can safely use as Hive / Spark identifiers.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSource(_Frozen):
+    """Where the Debezium topics live."""
+
+    bootstrap_servers: str
+    """Comma-separated host:port list."""
+    properties: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Extra Kafka client settings passed through as-is (security.protocol, sasl.*, ssl.*)."""
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    """Where a job with no checkpoint starts reading."""
+    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    """Upper bound of records per micro-batch (None: everything available)."""
+    min_partitions: int | None = Field(default=None, gt=0)
+    """Spark tasks that read and decode a batch, at least (Spark's `minPartitions`): a larger
+    topic-partition's range is split among several tasks. None: one task per topic-partition,
+    so a single-partition topic (Debezium's usual layout) is decoded by one core."""
+    fail_on_data_loss: bool = True
+    """Stop when Kafka deleted records the checkpoint still needs (retention shorter than downtime)."""
+    connect_timeout: Duration = timedelta(seconds=30)
+    """How long `run` waits for the brokers to answer at start before it stops with an error."""
+
+    def redacted_properties(self) -> dict[str, str]:
+        """The pass-through properties with secret values masked, for logs and `status`."""
+        return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.properties.items()}
+
+
+class SchemaRegistry(_Frozen):
+    """A Confluent-compatible schema registry, for tables whose records are Avro (issue 13)."""
+
+    url: str
+    """Base URL of the Confluent-compatible API, e.g. `http://registry:8080/apis/ccompat/v7` for Apicurio."""
+    apicurio_url: str | None = None
+    """Base URL of Apicurio's own v2 API (`http://registry:8080/apis/registry/v2`), which resolves
+    the global and content ids Apicurio's serializer writes in Kafka headers. Default: derived
+    from `url` when it is Apicurio's `/apis/ccompat/vN`."""
+    username: str | None = None
+    """HTTP basic auth user (with `password`), usually `${VAR}`."""
+    password: str | None = Field(default=None, repr=False)
+    """HTTP basic auth password; put a `${VAR}` reference here, never the secret itself."""
+    request_timeout: Duration = timedelta(seconds=10)
+    """How long one request may take."""
+    retry_budget: Duration = timedelta(seconds=60)
+    """How long a schema fetch is retried (with backoff) before the job stops without committing."""
+
+    @field_validator("url", "apicurio_url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+    @property
+    def native_url(self) -> str | None:
+        """`apicurio_url`, else the v2 API beside `url`'s Apicurio ccompat API; None when neither."""
+        if self.apicurio_url is not None:
+            return self.apicurio_url.rstrip("/")
+        match = re.fullmatch(r"(.*)/apis/ccompat/v[0-9]+/?", self.url)
+        return f"{match.group(1)}/apis/registry/v2" if match else None
+
+
+class HiveSync(_Frozen):
+    """Hive Metastore registration of one table."""
+
+    enabled: bool = True
+    database: str = "default"
+    table: str | None = None
+    """Defaults to the table's name. MOR tables appear as <table>_ro and <table>_rt."""
+
+    @field_validator("database", "table")
+    @classmethod
+    def _identifier(cls, value: str | None) -> str | None:
+        if value is not None and not _IDENTIFIER.match(value):
+            raise ValueError(f"{value!r} is not a Hive identifier (letters, digits, _; not starting with a digit)")
+        return value
+
+
+class Compaction(_Frozen):
+    """When merge-on-read tables compact their log files (Hudi HUDI-1381 trigger strategies)."""
+
+    mode: CompactionMode = "inline"
+    """inline: schedule and run after a commit; schedule_only: `hudi-cdc compact` runs it; off."""
+    strategy: TriggerStrategy = "NUM_OR_TIME"
+    max_delta_commits: int = Field(default=10, gt=0)
+    max_delta_seconds: int = Field(default=1800, gt=0)
+
+
+class TableConfig(_Frozen):
+    """One Hudi table fed by one or more Debezium topics."""
+
+    name: str
+    """Table name (also the Hudi table name and the default Hive table name)."""
+    key: list[str] = Field(min_length=1)
+    """Record key columns, from the Kafka key or, when the key is absent, from the row."""
+    base_path: str
+    """Table location: a local path, file:/, s3a:// or hdfs:// URI."""
+    type: TableType = "COPY_ON_WRITE"
+    partition_by: list[str] = Field(default_factory=list)
+    ordering: str = "source"
+    """`source` (spec §2: binlog position / lsn, then ts_ms, then Kafka offset) or a numeric/timestamp column."""
+    mode: ImageMode = "full"
+    """full: Debezium row images; patch: messages carry only the changed fields; flattened:
+    Debezium's ExtractNewRecordState rows (the row at the top level, `__deleted` from
+    `delete.tombstone.handling.mode=rewrite`, `__op`, `__ts_ms` and `__source_*` from `add.fields`).
+    A flattened table never stores a column named `__deleted`: the SMT's delete mark has that name
+    whatever the prefix."""
+    flattened_prefix: str = Field(default="__", min_length=1)
+    """mode flattened: what the SMT puts before the fields it adds (its `add.fields.prefix`).
+    Fields whose names start with it are metadata, never columns (nor is `__deleted`, which the
+    SMT names so whatever this prefix)."""
+    flattened_header_prefix: str = Field(default="__", min_length=1)
+    """mode flattened: what the SMT puts before the Kafka headers it adds (its `add.headers.prefix`).
+    Metadata missing from a row's fields is read from those headers (`__op`, `__source_pos`...)."""
+    format: WireFormat = "json"
+    """How values are encoded: json (JsonConverter); avro (Confluent wire format: byte 0, a 4-byte
+    schema id, the Avro body; needs `schema_registry`); auto (per record: Avro when the first byte
+    is 0, which JSON text never starts with, else JSON)."""
+    key_format: WireFormat | None = None
+    """How Kafka keys are encoded; None: as `format`."""
+    patch_field: str = "data"
+    """In patch mode, the JSON field that holds the changed columns."""
+    deletes: DeleteMode = "hard"
+    truncate: TruncateMode = "apply"
+    unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER
+    """The PostgreSQL connector's `unavailable.value.placeholder` (a text, or `hex:` and octets):
+    an unchanged TOASTed column arrives as this value, shaped like the column's type
+    (`decode.toast.toast_values`), and keeps its stored value."""
+    columns: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
+    """Column -> Spark SQL type, or the column's Kafka Connect schema (a mapping such as
+    `{type: bytes, name: org.apache.kafka.connect.data.Decimal, parameters: {scale: "2"}}`) for
+    values in Debezium's encodings (base64 decimals, epoch days/ms/µs). Required when the topic
+    carries no schema (schemas.enable=false)."""
+    hive: HiveSync = Field(default_factory=HiveSync)
+    compaction: Compaction = Field(default_factory=Compaction)
+    schema_policy: SchemaPolicy = "safe"
+    hoodie_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Extra Hudi write options (file sizing, parallelism, metadata table, ...), applied after
+    hudi_cdc's own. Keys hudi_cdc sets for correctness (record key, merge mode, index, retention,
+    compaction: see `hudi.options.OWNED`) are refused; set compaction through `compaction`."""
+    index: IndexKind = "simple"
+    """How a batch finds where its keys are stored. `simple`: Hudi's (GLOBAL_)SIMPLE index; Hudi's
+    tagging and the stored-row read both read every data file, so a batch costs more as the
+    table grows. `record_level`: Hudi's global record-level index in the metadata table; Hudi
+    tags by key lookups, and the stored-row read reads only the files holding the batch's keys
+    (see `stored_state.index_lookup_column` for the keys it applies to). Each commit also
+    updates the index; switching an existing table builds it from every file once. `bucket`:
+    Hudi's bucket index: a key's file group is a hash of the key (`buckets` per partition), so
+    Hudi's tagging reads no file, and the stored-row read reads only the buckets of the batch's
+    keys (same keys as `record_level`). It finds a key within its partition only, so a
+    partitioned table may use it only when its partition columns are key columns (a row then
+    never moves). The index and `buckets` are fixed when the table is created."""
+    buckets: int = Field(default=8, gt=0)
+    """File groups per partition of `index: bucket` (Hudi's `hoodie.bucket.index.num.buckets`).
+    Every commit rewrites (copy-on-write) or appends to (merge-on-read) each bucket it touches;
+    a bucket is one file group whatever its size, so choose about the table's size divided by
+    the file size you want (Hudi's own target is 120 MB). Fixed when the table is created: Hudi keeps writing with another count,
+    and a key then lives in two file groups (measured), so the job refuses to start."""
+    prepped_writes: bool = True
+    """Whether an upsert hands Hudi each stored row's location (`hudi.prepped`), so that Hudi skips
+    its own index lookup. Applies to tables without `partition_by` that use `index: simple` or
+    `record_level`; elsewhere it has no effect. It costs reading and carrying Hudi's meta columns
+    of the stored rows: measured, it saves 9-10% CPU on a 1M-row table and 6-13% on 500k rows,
+    breaks even near 200k and costs 2-9% on tables of 20k-100k rows (BENCHMARKS.md, fifteenth
+    and sixteenth rounds). Never changes what
+    the table holds, so it may be switched at any batch."""
+    table_version: TableVersion = 9
+    """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
+    hudi-rs and Trino 476, whose `_rt` is not a snapshot). 6: the format Hudi 0.14/0.15 readers
+    understand, so PrestoDB 0.287 answers `_rt` with the merged snapshot; gives up what Hudi 1.x
+    adds (LSM timeline, secondary and expression indexes, partial updates, non-blocking
+    concurrency control). A merge-on-read table at 6 writes its partition columns last in the
+    data files (see `hudi.options.trailing_columns`), and a new source column stops it
+    (SchemaChangeError) unless `schema_policy: allow_incompatible`: Presto cannot read `_rt`
+    after a column is added (see `schema_check.diff`)."""
+
+    @property
+    def may_be_avro(self) -> bool:
+        """The table's values or keys may be Avro (`format` or `key_format` not json)."""
+        return self.format != "json" or (self.key_format or self.format) != "json"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _IDENTIFIER.match(value):
+            raise ValueError(f"{value!r} is not a valid table name (letters, digits, _)")
+        return value
+
+    @field_validator("unavailable_value_placeholder")
+    @classmethod
+    def _placeholder(cls, value: str) -> str:
+        placeholder_bytes(value)  # raises on a bad `hex:` value or an empty one
+        return value
+
+    @field_validator("hoodie_options")
+    @classmethod
+    def _hoodie_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # imported here: hudi.options builds write options from this module's models
+        from hudi_cdc.hudi.options import OWNED
+
+        foreign = sorted(k for k in value if not k.startswith("hoodie."))
+        if foreign:
+            raise ValueError(f"{foreign} are not Hudi options (keys start with `hoodie.`)")
+        owned = sorted(k for k in value if k in OWNED)
+        if owned:
+            raise ValueError(f"{owned} are set by hudi_cdc for correctness and cannot be overridden")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TableConfig:
+        names_problem = column_names_problem(self.columns)
+        if names_problem:
+            raise ValueError(f"`columns`: {names_problem}")
+        if self.columns:
+            missing = [k for k in [*self.key, *self.partition_by] if k not in self.columns]
+            if missing:
+                raise ValueError(f"key/partition columns {missing} are not among `columns` {list(self.columns)}")
+        if self.mode == "patch" and not self.columns:
+            raise ValueError("patch tables need `columns` (patch messages carry no schema)")
+        if self.mode == "patch" and self.format != "json":
+            raise ValueError("patch tables read JSON only (`format: json`)")
+        if self.index == "record_level" and str(self.hoodie_options.get("hoodie.metadata.enable", True)).lower() == "false":
+            raise ValueError("`index: record_level` keeps its index in Hudi's metadata table: "
+                             "remove `hoodie.metadata.enable: false` from `hoodie_options`")
+        if self.index == "bucket" and not set(self.partition_by) <= set(self.key):
+            raise ValueError("`index: bucket` finds a key within its partition only, so a row whose "
+                             f"partition columns {self.partition_by} change would be kept twice: use it "
+                             "unpartitioned or partitioned by key columns, or use `index: record_level`")
+        if "buckets" in self.model_fields_set and self.index != "bucket":
+            raise ValueError("`buckets` applies to `index: bucket` only")
+        if self.mode == "patch" and self.ordering == "source":
+            raise ValueError("patch tables need `ordering`: the message field that orders them, e.g. `ts`")
+        return self
+
+    @property
+    def hive_table(self) -> str:
+        return self.hive.table or self.name
+
+
+class Route(_Frozen):
+    """Topic (exact name or regex) -> table name."""
+
+    topic: str | None = None
+    pattern: str | None = None
+    """A regex matched against the whole topic name, e.g. `shop\\.inventory\\.orders_\\d+`."""
+    table: str
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Route:
+        if (self.topic is None) == (self.pattern is None):
+            raise ValueError("a route names exactly one of `topic` or `pattern`")
+        if self.pattern is not None:
+            problems = route_regex.problems(self.pattern)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return self
+
+
+def _hadoop_text(value: Any) -> Any:
+    """A YAML scalar as Hadoop's text (`true`, not Python's `True`); anything else as is, for the model to refuse."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int | float) else value
+
+
+class JobConfig(_Frozen):
+    """The ingestion job as a whole."""
+
+    name: str = "hudi-cdc"
+    checkpoint_dir: str
+    """Structured Streaming checkpoint; one per job, so a rerun continues where it stopped."""
+    dead_letter_path: str
+    """Hudi-free Parquet folder for records that could not be decoded."""
+    trigger_interval: Duration = timedelta(seconds=30)
+    """How often a continuous run starts a micro-batch, e.g. `30 seconds`, `5 minutes`."""
+    dead_letter_retention: Duration | None = None
+    """Dead letters older than this are deleted by `hudi-cdc dead-letters purge` and at job start; None keeps them."""
+    metastore_uris: str | None = None
+    """thrift://host:port of the Hive Metastore; None disables Hive sync for every table."""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    """A continuous run serves Prometheus metrics on http://<driver>:<port>/metrics; None: off."""
+    metrics_textfile: str | None = None
+    """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
+    table_concurrency: int = Field(default=1, ge=1, le=64)
+    """Tables of one batch processed at once, each in its own driver thread of the same Spark application; 1: one after another."""
+    hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials
+    """Hadoop settings for the job's storage (`fs.s3a.endpoint`, `fs.s3a.path.style.access`...), set on
+    the session's Hadoop configuration before anything is read or written; they win over
+    spark-submit's `--conf spark.hadoop.*`. Use `${VAR}` for credentials."""
+
+    @field_validator("hadoop_conf", mode="before")
+    @classmethod
+    def _hadoop_values_as_text(cls, value: Any) -> Any:
+        # Hadoop reads every setting as text; YAML gives `true` and `3` as bool and int
+        if not isinstance(value, Mapping):
+            return value
+        return {key: _hadoop_text(v) for key, v in value.items()}
+
+    @field_validator("hadoop_conf")
+    @classmethod
+    def _hadoop_keys_only(cls, value: dict[str, str]) -> dict[str, str]:
+        # Set on the Hadoop configuration, a `spark.` key would be a Hadoop key of that very name,
+        # which no file system reads: the setting would be lost without a word.
+        for key in value:
+            if key.startswith("spark.hadoop."):
+                raise ValueError(f"{key!r}: write the Hadoop key itself, {key.removeprefix('spark.hadoop.')!r}")
+            if key.startswith("spark."):
+                raise ValueError(f"{key!r} is a Spark setting, not Hadoop's: give it to spark-submit (--conf)")
+        return value
+
+
+class Config(_Frozen):
+    """The whole configuration file."""
+
+    kafka: KafkaSource
+    job: JobConfig
+    tables: Annotated[list[TableConfig], Field(min_length=1)]
+    routes: list[Route] = Field(default_factory=list)
+    connector: ConnectorSection | None = None
+    """The Debezium connector `hudi-cdc snapshot` deploys (the snapshot relay); None: not used."""
+    schema_registry: SchemaRegistry | None = None
+    """Where Avro writer schemas come from; required when a table's `format`/`key_format` is avro or auto."""
+
+    @model_validator(mode="after")
+    def _routes_name_tables(self) -> Config:
+        names = [t.name for t in self.tables]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"table names must be unique, repeated: {dupes}")
+        unknown = [r.table for r in self.routes if r.table not in names]
+        if unknown:
+            raise ValueError(f"routes name unknown tables {unknown}; declared tables: {names}")
+        if not self.routes:
+            raise ValueError("no `routes`: map at least one topic or pattern to a table")
+        if self.connector is not None:
+            unrouted = [t for t in self.connector.tables if self.table_of_topic(self.connector.topic(t)) is None]
+            if unrouted:
+                topics = [self.connector.topic(t) for t in unrouted]
+                raise ValueError(f"connector.tables {unrouted}: no route takes their topics {topics}")
+        avro = [t.name for t in self.tables if t.format != "json" or (t.key_format or "json") != "json"]
+        if avro and self.schema_registry is None:
+            raise ValueError(f"tables {avro} read Avro (`format`/`key_format`) but no `schema_registry` is configured")
+        return self
+
+    def table_of_topic(self, topic: str) -> str | None:
+        """The table the first matching route feeds from `topic` (as `routing.route` decides), or None."""
+        for r in self.routes:
+            if r.topic == topic or (r.pattern is not None and re.fullmatch(r.pattern, topic)):
+                return r.table
+        return None
+
+    def table(self, name: str) -> TableConfig:
+        return next(t for t in self.tables if t.name == name)
+
+    @property
+    def reads_headers(self) -> bool:
+        """Does a table need the Kafka records' headers? Flattened tables read the SMT's
+        `add.headers`, Avro tables the schema ids Apicurio's serializer puts there; the job reads
+        headers only when one of them is configured."""
+        return any(t.mode == "flattened" or t.may_be_avro for t in self.tables)
+
+    def topic_pattern(self) -> str:
+        """One regex covering every route, for Kafka's `subscribePattern`."""
+        parts = [re.escape(r.topic) if r.topic else f"(?:{r.pattern})" for r in self.routes]
+        return "|".join(f"^(?:{p})$" for p in parts)
+
+
+def _format_problem(error: dict[str, Any]) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "<root>"
+    return f"{location}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def _base_paths(config: Config) -> list[tuple[str, str]]:
+    return [(t.name, t.base_path) for t in config.tables]
+
+
+def parse_config(data: Any, *, source: str = "<config>") -> Config:
+    """Validate a loaded YAML document; raise ConfigError naming `source` and each bad field.
+
+    Checks the document alone (types, routes, folder layout), never the file system.
+    """
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, [_format_problem(dict(e)) for e in exc.errors()]) from None
+    problems = locations.layout_problems(
+        base_paths=_base_paths(config),
+        checkpoint_dir=config.job.checkpoint_dir,
+        dead_letter_path=config.job.dead_letter_path,
+    )
+    if problems:
+        raise ConfigError(source, problems)
+    return config
+
+
+def check_base_paths(config: Config, fs: locations.FileSystemView, *, source: str, local_only: bool) -> None:
+    """Refuse base paths that exist but are not Hudi tables (local ones only, or every one)."""
+    paths = _base_paths(config)
+    if local_only:
+        paths = [(name, path) for name, path in paths if locations.is_local(path)]
+    problems = locations.base_path_problems(paths, fs)
+    if problems:
+        raise ConfigError(source, problems)
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Load and validate a YAML configuration file; `${VAR}` and `${VAR:-default}` come from the environment.
+
+    The file is parsed first and references are replaced in string values afterwards, so a
+    value can never change the YAML structure; an unset variable is an error naming it, and
+    no substituted value ever appears in an error message (secrets come from variables).
+    Local base paths are checked on disk; remote ones at run start (`stream.run`).
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(str(path), ["file not found"]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), [f"not valid YAML: {exc}"]) from None
+    data, found = substitute(data, os.environ if environ is None else environ)
+    if found.problems:
+        raise ConfigError(str(path), found.problems)
+    try:
+        config = parse_config(data, source=str(path))
+        check_base_paths(config, locations.LocalFiles(), source=str(path), local_only=True)
+    except ConfigError as exc:
+        raise ConfigError(str(path), [found.mask(p) for p in exc.problems]) from None
+    return config

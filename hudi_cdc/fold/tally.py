@@ -1,0 +1,198 @@
+"""Count a table's batch in two small aggregations instead of one Spark job per number.
+
+- `survey(routed)`: per table, over the routed Kafka rows: records read, tombstones, the
+  Kafka range (first and last offset per partition) and the distinct envelope schemas that
+  type the JSON tables' records. One job for every table of the batch.
+- `tally(decoded)`: per table, over the persisted parse: skipped records and their reasons,
+  rejects by error class, truncates (how many, the newest), and per topic partition the newest
+  source time and the events behind the committed watermark. Given `labels` (the fold's
+  outcomes and writes), it counts those in the same job.
+
+Each job costs a scheduling round trip and a scan of cached rows; a batch used to run one per
+count (issue 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from hudi_cdc.commit.offsets import KafkaRange
+from hudi_cdc.decode.records import DecodeResult, envelope_schema, has_envelope, with_envelope
+from hudi_cdc.decode.schema import SchemaUse, most_used_first
+from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
+from hudi_cdc.fold.collapse import Truncation
+from hudi_cdc.kafka.routing import TABLE_COLUMN
+
+_ENVELOPE_SCHEMA = "__envelope_schema"
+"""The survey's column: a record's envelope schema text."""
+
+
+@dataclass(frozen=True)
+class TableRecords:
+    """What one table receives in a batch, before decoding."""
+
+    read: int
+    tombstones: int
+    kafka: KafkaRange
+    envelopes: tuple[str, ...] | None = None
+    """The distinct envelope schema texts of its records, most used first, when surveyed (see
+    `survey`); None: decode finds them itself."""
+
+
+def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str | None, TableRecords]:
+    """Per table (None: records no route takes): records read, tombstones, Kafka range.
+
+    For the tables named in `schemas_of` (JSON tables typed by their envelopes) the same job also
+    finds their distinct envelope schemas, which decode would otherwise find in a job per table:
+    from `with_envelope`'s columns when `routed` has them (the pipeline finds them once for the
+    survey and decode), else parsed here.
+    """
+    if schemas_of and not has_envelope(routed):
+        routed = with_envelope(routed, F.col(TABLE_COLUMN).isin(*schemas_of))
+    schema = F.when(F.col(TABLE_COLUMN).isin(*schemas_of), envelope_schema()) if schemas_of else F.lit(None)
+    with_schema = routed.withColumn(_ENVELOPE_SCHEMA, schema.cast("string"))
+    newest = F.max("timestamp") if "timestamp" in routed.columns else F.lit(None)
+    rows = (
+        with_schema.groupBy(TABLE_COLUMN, "topic", "partition", _ENVELOPE_SCHEMA)
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col("value").isNull().cast("int")).alias("tombstones"),
+            F.min("offset").alias("lo"),
+            F.max("offset").alias("hi"),
+            newest.alias("ts"),
+        )
+        .collect()
+    )
+    tables: dict[str | None, tuple[int, int, KafkaRange]] = {}
+    uses: dict[str | None, dict[str, SchemaUse]] = {}
+    for row in rows:
+        name = row[TABLE_COLUMN]
+        read, tombstones, kafka = tables.setdefault(name, (0, 0, KafkaRange(first={}, last={})))
+        first, last = kafka.first.setdefault(row["topic"], {}), kafka.last.setdefault(row["topic"], {})
+        partition = str(row["partition"])
+        first[partition] = min(int(row["lo"]), first.get(partition, int(row["lo"])))
+        last[partition] = max(int(row["hi"]), last.get(partition, int(row["hi"])))
+        tables[name] = (read + int(row["n"]), tombstones + int(row["tombstones"] or 0), kafka)
+        text = row[_ENVELOPE_SCHEMA]
+        if text is not None:
+            use = SchemaUse(text, int(row["n"]), row["ts"], int(row["hi"]))
+            known = uses.setdefault(name, {})
+            known[text] = known[text] + use if text in known else use
+    return {
+        name: TableRecords(
+            read=r,
+            tombstones=t,
+            kafka=k,
+            envelopes=tuple(most_used_first(uses.get(name, {}).values())) if name in schemas_of else None,
+        )
+        for name, (r, t, k) in tables.items()
+    }
+
+
+def survey_table(records: DataFrame, table: str) -> TableRecords:
+    """`survey` of one table's records (a part of a batch split to isolate a failing record)."""
+    return survey(records.withColumn(TABLE_COLUMN, F.lit(table)))[table]
+
+
+_LABELLED = "labelled"
+"""The `kind` of the rows `tally` counts for its `labels` (decode's kinds: event, reject, skip)."""
+
+
+@dataclass(frozen=True)
+class DecodedTally:
+    """Counts of one table's decoded batch."""
+
+    skipped: int = 0
+    skip_reasons: list[str] = field(default_factory=list)
+    rejects_by_class: dict[str, int] = field(default_factory=dict)
+    truncates: int = 0
+    newest_truncate: Truncation | None = None
+    """The batch's newest truncate event (applied or ignored per the table's `truncate`)."""
+    newest_ts_ms: dict[tuple[str, str], int | None] = field(default_factory=dict)
+    """(topic, partition) -> the newest source time among the batch's events there."""
+    behind_watermark: int = 0
+    """Events older than the watermark the table had committed before the batch."""
+    events: int = 0
+    """Records that decoded to a change event (truncates included)."""
+    labelled: dict[str, int] = field(default_factory=dict)
+    """Rows of the `labels` passed to `tally`, per label."""
+
+
+def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | None = None) -> DecodedTally:
+    """Count a decoded batch in one aggregation over its parse (pass a `cached()` result).
+
+    `labels` (one string column, `label`): rows counted per label in the same Spark job, which
+    saves the pipeline a job (planning, scheduling, code generation) per table and batch.
+    """
+    behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
+    is_truncate = F.col(OP) == Op.TRUNCATE.value
+    is_event = F.col("kind") == "event"
+    # rejects and skipped records have no event columns: only their kind and label count
+    counted = decoded.classified.select(
+        "kind",
+        "label",
+        F.col(KAFKA_TOPIC).alias("topic"),
+        F.col(KAFKA_PARTITION).cast("string").alias("partition"),
+        F.col(TS_MS).alias("ts_ms"),
+        F.when(is_event, behind.cast("int")).alias("behind"),
+        is_truncate.cast("int").alias("truncate"),
+        F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
+    )
+    if labels is not None:
+        counted = counted.unionByName(
+            labels.select(F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
+        )
+    rows = (
+        counted.groupBy("kind", "label", "topic", "partition")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max("ts_ms").alias("ts_ms"),
+            F.sum("behind").alias("behind"),
+            F.sum("truncate").alias("truncates"),
+            F.max("t").alias("t"),
+        )
+        .collect()
+    )
+    skipped, truncates, behind_count, events = 0, 0, 0, 0
+    reasons: set[str] = set()
+    rejects: dict[str, int] = {}
+    labelled: dict[str, int] = {}
+    newest_ts: dict[tuple[str, str], int | None] = {}
+    newest: tuple[Any, ...] | None = None
+    for row in rows:
+        if row["kind"] == "skip":
+            skipped += int(row["n"])
+            reasons.add(str(row["label"]))
+        elif row["kind"] == "reject":
+            rejects[str(row["label"])] = rejects.get(str(row["label"]), 0) + int(row["n"])
+        elif row["kind"] == _LABELLED:
+            labelled[str(row["label"])] = int(row["n"])
+        else:
+            events += int(row["n"])
+            newest_ts[(row["topic"], row["partition"])] = row["ts_ms"]
+            behind_count += int(row["behind"] or 0)
+            truncates += int(row["truncates"] or 0)
+            if row["t"] is not None and (newest is None or _truncate_key(tuple(row["t"])) > _truncate_key(newest)):
+                newest = tuple(row["t"])
+    return DecodedTally(
+        skipped=skipped,
+        skip_reasons=sorted(reasons),
+        rejects_by_class=rejects,
+        truncates=truncates,
+        newest_truncate=Truncation(*newest) if newest is not None else None,
+        newest_ts_ms=newest_ts,
+        behind_watermark=behind_count,
+        events=events,
+        labelled=labelled,
+    )
+
+
+def _truncate_key(t: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Spark's struct order (NULL first) as a Python key: order, then source time, then position."""
+    order, ts_ms, source = t
+    return (order, ts_ms is not None, ts_ms or 0, source is not None, source or "")

@@ -1,0 +1,1 @@
+"""The job: the streaming query, the per-batch pipeline (the one orchestrator) and failure isolation."""

@@ -1,0 +1,31 @@
+"""What every step of one batch may know, and the one door to the dead-letter store during a batch."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from hudi_cdc.config.models import Config
+from hudi_cdc.dead_letters import store as dead_letter_store
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """What every step of one batch may need to know."""
+
+    config: Config
+    batch_id: int
+
+
+_DEAD_LETTER_WRITES = threading.Lock()
+"""Concurrent tables append to one dead-letter folder; Spark's file commit is not safe for two at once."""
+
+
+def dead_letter(rejects: DataFrame, ctx: BatchContext) -> None:
+    """Append `rejects` (dead-letter rows) to the job's store, one table at a time."""
+    with _DEAD_LETTER_WRITES:
+        dead_letter_store.store(
+            rejects, path=ctx.config.job.dead_letter_path, job=ctx.config.job.name, batch_id=ctx.batch_id
+        )

@@ -1,0 +1,91 @@
+"""run_batch(): the only module that knows the order of a batch's steps over every table.
+
+Kafka rows -> routed to tables -> surveyed (counts, envelopes) -> unrouted records dead-lettered ->
+each table's batch (`job/table_batch.py`: decode -> schema check -> fold -> count -> write), inside
+failure isolation (`job/isolation.py`), tables side by side -> BatchMetrics. A table that must stop
+(incompatible schema) sends its records to the dead-letter store and the other tables keep flowing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TypeVar
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.util import inheritable_thread_target
+
+from hudi_cdc.avro.wire import uses_avro
+from hudi_cdc.commit.metrics import BatchMetrics, TableMetrics
+from hudi_cdc.commit.offsets import first_offsets
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.dead_letters.store import raw_as_rejects
+from hudi_cdc.decode.records import with_envelope
+from hudi_cdc.fold.tally import survey
+from hudi_cdc.job.context import BatchContext, dead_letter
+from hudi_cdc.job.isolation import apply_isolating
+from hudi_cdc.job.table_batch import apply_table
+from hudi_cdc.kafka.routing import TABLE_COLUMN, route
+
+__all__ = ["BatchContext", "each_table", "run_batch"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
+    """Apply one micro-batch of Kafka records (Spark Kafka source rows) to every routed table."""
+    started = time.monotonic()
+    metrics = BatchMetrics(batch_id=ctx.batch_id)
+    # JSON values' envelope parts are found once, as the batch is read, for the survey and decode
+    json_tables = [t.name for t in ctx.config.tables if not uses_avro(t)]
+    read_envelope = F.col(TABLE_COLUMN).isin(*json_tables) if json_tables else F.lit(False)
+    routed = with_envelope(route(raw, ctx.config), read_envelope).persist()
+    try:
+        # tables typed by their JSON envelopes: the survey finds their schemas for decode
+        enveloped = [t.name for t in ctx.config.tables if t.mode != "patch" and not uses_avro(t)]
+        received = survey(routed, schemas_of=enveloped)
+        metrics.first_read = first_offsets(r.kafka for r in received.values())
+        unrouted = received.pop(None, None)
+        metrics.unrouted = unrouted.read if unrouted else 0
+        if metrics.unrouted:
+            dead_letter(
+                raw_as_rejects(
+                    routed.filter(F.col(TABLE_COLUMN).isNull()),
+                    table=None,
+                    error_class="UnroutedTopic",
+                    message="no route maps this topic to a table; add a `routes` entry or narrow the subscription",
+                ),
+                ctx,
+            )
+        present = [table for table in ctx.config.tables if table.name in received]
+
+        def one_table(table: TableConfig) -> TableMetrics:
+            records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
+            return apply_isolating(apply_table, records, received[table.name], table, ctx)
+
+        metrics.tables.extend(each_table(one_table, present, ctx.config.job.table_concurrency))
+    finally:
+        routed.unpersist()
+    metrics.seconds = time.monotonic() - started
+    return metrics
+
+
+def each_table(apply: Callable[[T], R], tables: list[T], concurrency: int) -> list[R]:
+    """`apply` to every table, at most `concurrency` at once, results in table order.
+
+    Why threads: a table's batch is mostly driver work (planning, Hudi's commit) waiting on
+    Spark jobs; while one table plans, another's tasks use the executors, and Spark schedules
+    the jobs of concurrent threads side by side. A failure is raised once every started table
+    has finished, so no table's commit is cut off halfway.
+    """
+    if concurrency <= 1 or len(tables) <= 1:
+        return [apply(table) for table in tables]
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(tables)), thread_name_prefix="hudi-cdc-table") as pool:
+        # each table's thread gets its own copy of this thread's Spark local properties (job group,
+        # scheduler pool): wrapping clones them, so one wrap per table
+        futures = [pool.submit(inheritable_thread_target(apply), table) for table in tables]
+        wait(futures)
+    return [future.result() for future in futures]

@@ -1,0 +1,212 @@
+"""BatchMetrics -> Prometheus counters and gauges per table, served over HTTP or written as a textfile.
+
+Fed by `stream.run`'s `on_batch` listener, never by the pipeline: a continuous job serves
+them on `job.metrics_port`; any run writes them to `job.metrics_textfile` (node_exporter's
+textfile collector) after each batch. Counters count what this process saw since it started.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    start_http_server,
+    write_to_textfile,
+)
+
+from hudi_cdc.commit.metrics import OUTCOMES, BatchMetrics
+from hudi_cdc.config.models import Config
+from hudi_cdc.kafka.lag import Positions, lag
+
+_BATCH_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+
+
+EndOffsets = Callable[[Positions], Positions]
+"""topic partitions -> Kafka's high watermark of each (hudi_cdc.kafka.lag.Watermarks.ends)."""
+PendingCompactions = Callable[[str], int]
+"""table name -> compactions scheduled and not yet run."""
+
+
+class JobMetrics:
+    """The job's Prometheus metrics, in a registry of their own.
+
+    `end_offsets` and `pending_compactions`, when given, are asked after each batch for the
+    Kafka lag and the merge-on-read compaction backlog.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        end_offsets: EndOffsets | None = None,
+        pending_compactions: PendingCompactions | None = None,
+    ) -> None:
+        self.job = config.job.name
+        self.config = config
+        self.end_offsets = end_offsets
+        self.pending_compactions = pending_compactions
+        self.mor_tables = [t.name for t in config.tables if t.type == "MERGE_ON_READ"]
+        self.applied: dict[str, dict[str, dict[str, int]]] = {}
+        self.tables = [t.name for t in config.tables]
+        self.registry = CollectorRegistry()
+        labels = ["job", "table"]
+        self.records = Counter(
+            "hudi_cdc_records", "Kafka records consumed, by table and outcome.", [*labels, "outcome"], registry=self.registry
+        )
+        self.read = Counter("hudi_cdc_records_read", "Kafka records consumed, by table.", labels, registry=self.registry)
+        self.rows = Counter(
+            "hudi_cdc_rows_written", "Rows upserted or deleted in the table.", [*labels, "kind"], registry=self.registry
+        )
+        self.stopped = Counter(
+            "hudi_cdc_table_stopped_batches",
+            "Batches in which the table stopped (its records went to the dead-letter store).",
+            labels,
+            registry=self.registry,
+        )
+        self.unrouted = Counter(
+            "hudi_cdc_unrouted_records", "Records on topics no route maps (dead-lettered).", ["job"], registry=self.registry
+        )
+        self.batch_seconds = Histogram(
+            "hudi_cdc_batch_seconds", "Wall time of a micro-batch.", ["job"], buckets=_BATCH_BUCKETS, registry=self.registry
+        )
+        self.last_batch = Gauge(
+            "hudi_cdc_last_batch_timestamp_seconds", "When the last batch finished (Unix time).", ["job"], registry=self.registry
+        )
+        self.last_commit = Gauge(
+            "hudi_cdc_last_commit_timestamp_seconds",
+            "When the job last committed to the table (Unix time, this process).",
+            labels,
+            registry=self.registry,
+        )
+        self.hive_sync_lagging = Gauge(
+            "hudi_cdc_hive_sync_lagging",
+            "1 while the table's newest commit is not registered in the metastore.",
+            labels,
+            registry=self.registry,
+        )
+        self.watermark = Gauge(
+            "hudi_cdc_watermark_timestamp_seconds",
+            "Source time (Unix) through which the table is complete; its age is time() minus this.",
+            labels,
+            registry=self.registry,
+        )
+        self.behind_watermark = Counter(
+            "hudi_cdc_records_behind_watermark",
+            "Change events older than the watermark the table had already committed.",
+            labels,
+            registry=self.registry,
+        )
+        self.lost = Counter(
+            "hudi_cdc_records_lost",
+            "Records skipped unread with kafka.fail_on_data_loss false (deleted, or a recreated topic's first).",
+            labels,
+            registry=self.registry,
+        )
+        self.dead_letters = Counter(
+            "hudi_cdc_dead_letters",
+            "Records sent to the dead-letter store, by table and error class.",
+            [*labels, "error_class"],
+            registry=self.registry,
+        )
+        self.commit_seconds = Histogram(
+            "hudi_cdc_commit_seconds",
+            "Wall time of a table's Hudi write and commit.",
+            labels,
+            buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.lag = Gauge(
+            "hudi_cdc_kafka_lag_records",
+            "Records in the table's topic partitions after the last one it applied (after the last batch).",
+            labels,
+            registry=self.registry,
+        )
+        self.compactions_pending = Gauge(
+            "hudi_cdc_pending_compactions",
+            "Merge-on-read compactions scheduled and not yet run.",
+            labels,
+            registry=self.registry,
+        )
+        for table in self.tables:
+            # every table is visible from the start, with zero counts
+            for outcome in OUTCOMES:
+                self.records.labels(self.job, table, outcome)
+            self.read.labels(self.job, table)
+            self.behind_watermark.labels(self.job, table)
+            self.lost.labels(self.job, table)
+            self.hive_sync_lagging.labels(self.job, table).set(0)
+        self.unrouted.labels(self.job)
+
+    def observe(self, batch: BatchMetrics, *, now: float | None = None, consumed: Positions | None = None) -> None:
+        """Fold one batch's counts in.
+
+        `consumed`: the offset after the last one the batch consumed, per topic partition (Spark's
+        offset log, `offset_log.planned_end`). Without it, a table's Kafka position is the last
+        record it applied, and a topic written in transactions would show its last commit
+        marker as a lag of 1 per partition.
+        """
+        now = time.time() if now is None else now
+        for t in batch.tables:
+            for outcome in OUTCOMES:
+                self.records.labels(self.job, t.table, outcome).inc(getattr(t, outcome))
+            self.read.labels(self.job, t.table).inc(t.read)
+            self.rows.labels(self.job, t.table, "upserted").inc(t.upserted_rows)
+            self.rows.labels(self.job, t.table, "deleted").inc(t.deleted_rows)
+            if t.error:
+                self.stopped.labels(self.job, t.table).inc()
+            if t.commit_time:
+                self.last_commit.labels(self.job, t.table).set(t.committed_at or now)
+            if t.watermark_ts_ms is not None:
+                self.watermark.labels(self.job, t.table).set(t.watermark_ts_ms / 1000)
+            self.behind_watermark.labels(self.job, t.table).inc(t.behind_watermark)
+            self.lost.labels(self.job, t.table).inc(t.lost)
+            for error_class, count in t.dead_letters_by_class.items():
+                self.dead_letters.labels(self.job, t.table, error_class).inc(count)
+            if t.commit_seconds is not None:
+                self.commit_seconds.labels(self.job, t.table).observe(t.commit_seconds)
+        self.unrouted.labels(self.job).inc(batch.unrouted)
+        self.batch_seconds.labels(self.job).observe(batch.seconds)
+        self.last_batch.labels(self.job).set(now)
+        for table in self.tables:
+            self.hive_sync_lagging.labels(self.job, table).set(1 if table in batch.hive_sync_lagging else 0)
+        for t in batch.tables:
+            self._applied(t.table, t.applied_through)
+        for topic, partitions in (consumed or {}).items():
+            fed = self.config.table_of_topic(topic)
+            if fed in self.tables:
+                self._applied(fed, {topic: {partition: end - 1 for partition, end in partitions.items()}})
+        if self.end_offsets is not None:
+            every = {topic: dict(p) for offsets in self.applied.values() for topic, p in offsets.items()}
+            end = self.end_offsets(every)
+            for table, offsets in self.applied.items():
+                self.lag.labels(self.job, table).set(lag(offsets, end))
+        if self.pending_compactions is not None:
+            for table in self.mor_tables:
+                self.compactions_pending.labels(self.job, table).set(self.pending_compactions(table))
+
+    def _applied(self, table: str, through: Positions) -> None:
+        """Remember `through` as the table's applied position where it is further on."""
+        applied = self.applied.setdefault(table, {})
+        for topic, partitions in through.items():
+            for partition, offset in partitions.items():
+                applied.setdefault(topic, {})[partition] = max(offset, applied.get(topic, {}).get(partition, offset))
+
+    def render(self) -> str:
+        """The Prometheus text exposition format."""
+        return generate_latest(self.registry).decode("utf-8")
+
+    def write_textfile(self, path: str) -> None:
+        """Write atomically (temporary file, then rename) for node_exporter's textfile collector."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_to_textfile(path, self.registry)
+
+    def serve(self, port: int) -> None:
+        """Serve /metrics on `port` from a daemon thread until the process ends."""
+        start_http_server(port, registry=self.registry)

@@ -1,0 +1,183 @@
+"""Kafka (Spark Structured Streaming source) -> foreachBatch -> pipeline.run_batch -> metastore sync.
+
+This module sequences everything around a batch's data work: checks at start (`job.preflight`), the metastore
+sync after each batch's commits (and its retries between batches), metrics listeners.
+
+Records are read by the executors; the driver only sees per-batch counts. The checkpoint
+location makes a rerun continue where the last one stopped. Kafka positions advance only
+after run_batch returned, i.e. after every table's Hudi commit; a batch that failed midway
+is replayed whole, and the fold makes the replay change nothing already applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from hudi_cdc.commit.metrics import BatchMetrics
+from hudi_cdc.config.durations import spark_interval
+from hudi_cdc.config.models import Config
+from hudi_cdc.dead_letters.ops import purge
+from hudi_cdc.errors import CdcError, KafkaDataLossError, KafkaLostError
+from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
+from hudi_cdc.job.failures import kafka_data_loss, kafka_fault
+from hudi_cdc.job.pipeline import BatchContext, run_batch
+from hudi_cdc.job.preflight import preflight
+from hudi_cdc.kafka.gaps import LenientGaps
+from hudi_cdc.kafka.source import kafka_source
+from hudi_cdc.spark.session import apply_hadoop_conf
+
+log = logging.getLogger(__name__)
+
+BatchListener = Callable[[BatchMetrics], None]
+
+
+def metastore_sync(config: Config) -> MetastoreSync | None:
+    """The job's metastore syncer; every table is re-checked once at start (its last sync may have failed)."""
+    if not config.job.metastore_uris:
+        return None
+    sync = MetastoreSync(config.job.metastore_uris, state_path(config.job.checkpoint_dir))
+    for table in config.tables:
+        sync.note_commit(table, None)
+    return sync
+
+
+def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Config, metrics: BatchMetrics) -> list[str]:
+    """Register the batch's commits in the metastore; the tables whose sync is still lagging."""
+    for t in metrics.tables:
+        if t.commit_time:
+            metastore.note_commit(config.table(t.table), t.commit_time)
+    states = metastore.sync_due(spark, config.tables)
+    return sorted(name for name, state in states.items() if state.lagging)
+
+
+def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> BatchListener | None:
+    """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
+    `job.metrics_textfile`; None when neither is configured."""
+    port, textfile = config.job.metrics_port, config.job.metrics_textfile
+    if (port is None or once) and textfile is None:
+        return None
+    from hudi_cdc.hudi.timeline import pending_compactions
+    from hudi_cdc.job.prometheus import JobMetrics
+    from hudi_cdc.kafka.lag import Watermarks
+    from hudi_cdc.kafka.offset_log import planned_end
+
+    metrics = JobMetrics(
+        config,
+        end_offsets=Watermarks(config.kafka).ends,
+        pending_compactions=lambda name: pending_compactions(spark, config.table(name).base_path),
+    )
+    if port is not None and not once:
+        metrics.serve(port)
+        log.info("prometheus metrics on port %d", port)
+    if textfile is not None:
+        metrics.write_textfile(textfile)
+
+    def observe(batch: BatchMetrics) -> None:
+        metrics.observe(batch, consumed=planned_end(spark, config.job.checkpoint_dir, batch.batch_id))
+        if textfile is not None:
+            metrics.write_textfile(textfile)
+
+    return observe
+
+
+def run(
+    spark: SparkSession,
+    config: Config,
+    *,
+    once: bool,
+    on_batch: BatchListener | None = None,
+    source: str = "the configuration",
+) -> None:
+    """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval.
+
+    `source` names the configuration file in errors found at start (`preflight`). A CdcError that
+    stops a batch (TableFailure, RegistryUnavailableError...) is raised as itself, not wrapped in
+    Spark's StreamingQueryException, so the CLI prints its text alone.
+    """
+    apply_hadoop_conf(spark, config.job.hadoop_conf)  # the session may come from spark-submit or a script
+    preflight(spark, config, source=source)
+    apply_retention(spark, config)
+    metastore = metastore_sync(config)
+    listeners = [listener for listener in (on_batch, prometheus_listener(spark, config, once=once)) if listener is not None]
+
+    stopped_by: list[CdcError] = []
+    # a lenient run counts what it goes past; otherwise Spark stops at a gap
+    gaps = None if config.kafka.fail_on_data_loss else LenientGaps(spark, config)
+
+    def handle(batch: DataFrame, batch_id: int) -> None:
+        try:
+            metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
+        except Exception as exc:
+            # records the batch's plan names but Kafka deleted meanwhile fail where they are read
+            lost = _data_loss(config, exc)
+            if lost is not None:
+                stopped_by.append(lost)
+                raise lost from exc
+            if isinstance(exc, CdcError):
+                stopped_by.append(exc)
+            raise  # ours keeps its own cause (e.g. Hudi's exception)
+        if gaps is not None:
+            gaps.count(batch_id, metrics)
+        if metastore is not None:
+            # after every data commit of the batch: an outage delays registration, never data
+            metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)
+        metrics.log()
+        for listener in listeners:
+            listener(metrics)
+
+    writer = (
+        kafka_source(spark, config)
+        .writeStream.queryName(config.job.name)
+        .foreachBatch(handle)
+        .option("checkpointLocation", config.job.checkpoint_dir)
+    )
+    interval = config.job.trigger_interval
+    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=spark_interval(interval))
+    if metastore is not None:
+        # a sync that failed before a restart, or tables never registered
+        metastore.sync_due(spark, config.tables)
+    query = writer.start()
+    log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
+    try:
+        # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
+        while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
+            if metastore is not None:
+                metastore.sync_due(spark, config.tables)
+    except StreamingQueryException as exc:
+        if not stopped_by:
+            lost = _data_loss(config, exc)  # found while planning a batch
+            if lost is not None:
+                raise lost from exc
+            reason = kafka_fault(exc)
+            if reason is not None:  # the brokers, not the job: say so, and that nothing was lost
+                raise KafkaLostError(config.kafka.bootstrap_servers, reason=reason) from exc
+            raise
+    finally:
+        if gaps is not None:
+            gaps.close()
+    if stopped_by:
+        # the query's error wraps ours in py4j's and Spark's text; ours says what to do (and
+        # keeps its own cause, e.g. Hudi's exception)
+        raise stopped_by[-1]
+    if metastore is not None:
+        metastore.sync_due(spark, config.tables)
+
+
+def _data_loss(config: Config, exc: BaseException) -> KafkaDataLossError | None:
+    """`exc` (or the error it was raised from) as Spark's Kafka data-loss stop, naming the tables fed."""
+    lost = kafka_data_loss(exc, exc.__cause__)
+    if lost is None:
+        return None
+    tables = sorted({t for t in (config.table_of_topic(topic) for topic in lost.topics) if t is not None})
+    return KafkaDataLossError(lost.findings, tables=tables)
+
+
+def apply_retention(spark: SparkSession, config: Config) -> None:
+    """Purge dead letters older than `job.dead_letter_retention` (nothing when it is not set)."""
+    retention = config.job.dead_letter_retention
+    if retention is not None:
+        purge(spark, config.job.dead_letter_path, older_than=retention)

@@ -1,0 +1,368 @@
+"""One table's records of a batch: decode -> schema check -> fold -> count -> write, as named steps.
+
+`apply_table` is the order; each step below takes values and returns values. Failure isolation
+around it is `job/isolation.py`; the batch over every table is `job/pipeline.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, replace
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from hudi_cdc.avro.registry import fetcher_for
+from hudi_cdc.avro.wire import avro_as_json, uses_avro
+from hudi_cdc.commit.metrics import COUNTED, TableMetrics
+from hudi_cdc.commit.offsets import (
+    BATCH_KEY,
+    JOB_KEY,
+    SOURCE_TYPES_KEY,
+    TRUNCATE_KEY,
+    KafkaRange,
+    commit_metadata,
+)
+from hudi_cdc.commit.progress import Mark, Progress, counts_of
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.dead_letters.store import raw_as_rejects
+from hudi_cdc.decode.records import ENVELOPE_COLUMNS, DecodeResult, decode
+from hudi_cdc.errors import RelayoutError, SchemaChangeError
+from hudi_cdc.events import OP, Op, Outcome
+from hudi_cdc.fold.collapse import FoldResult, Truncation, fold
+from hudi_cdc.fold.merge import DELETE, NEW_KEY, UNLOCATED, UPSERT, key_state, rows_to_write, write_kind
+from hudi_cdc.fold.stored_state import (
+    INDEX_LOOKUP_MAX_KEYS,
+    conform_events,
+    data_schema,
+    index_lookup_column,
+    touched_rows,
+)
+from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally
+from hudi_cdc.hudi import prepped, relayout, timeline, writer
+from hudi_cdc.hudi.schema_check import check, source_types_after
+from hudi_cdc.hudi.table import read_keys, read_table
+from hudi_cdc.hudi.table_options import index_layout, key_lookup_options, trailing_columns, write_options
+from hudi_cdc.hudi.writer import RowCounts, WriteResult
+from hudi_cdc.job.context import BatchContext, dead_letter
+from hudi_cdc.spark.lineage import checkpointed, release
+
+log = logging.getLogger(__name__)
+
+
+def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+    """decode -> schema check -> fold -> count -> write, for one table's records of the batch."""
+    spark = records.sparkSession
+    stored, committed = _stored_state(spark, table)
+    if _committed_already(committed, received.kafka, ctx):
+        return _as_committed(table, committed, received.kafka, ctx)
+    previous = Progress.from_metadata(committed)
+    metrics = TableMetrics(
+        table=table.name, read=received.read, watermark_ts_ms=previous.watermark_ts_ms, applied_through=received.kafka.last
+    )
+    metrics.tombstone = received.tombstones
+    if received.tombstones == received.read:
+        return metrics  # tombstones only: nothing to decode
+    columns = data_schema(stored)
+    decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes, stored=columns).cached()
+    # None until a commit records them (a new table, or one written before they were recorded)
+    recorded_sources = json.loads(committed[SOURCE_TYPES_KEY]) if SOURCE_TYPES_KEY in committed else None
+    folded: _Folded | None = None
+    try:
+        try:
+            schema = check(decoded.schema, columns, table, recorded_sources)
+        except SchemaChangeError as exc:
+            return _schema_change(exc, records, decoded, table, previous.watermark_ts_ms, metrics, ctx)
+        if not schema.fields:
+            # no schema of the batch types a column and the table holds none: every record is
+            # rejected or skipped, and the fold has no column to fold
+            _count_unapplied(decoded, tally(decoded, watermark=previous.watermark_ts_ms), metrics, ctx)
+            return metrics
+        folded = _fold_and_count(decoded, stored, schema, committed, previous, table, metrics)
+        _count_unapplied(decoded, folded.counted, metrics, ctx)
+        if folded.counted.events == 0:
+            return metrics  # tombstones, skipped or rejected records only: nothing to write
+        written, progress = _count_written(folded, received.kafka, previous, metrics)
+        commit_metadata_ = _commit_metadata(folded, decoded, recorded_sources, progress, received.kafka, table, ctx)
+        _write(folded, written, stored is not None, schema, commit_metadata_, table, metrics)
+        if metrics.commit_time:
+            metrics.watermark_ts_ms = progress.watermark_ts_ms
+        return metrics
+    finally:
+        release(decoded.parsed)
+        if folded is not None:
+            release(folded.rows)
+
+
+def _stored_state(spark: SparkSession, table: TableConfig) -> tuple[DataFrame | None, dict[str, str]]:
+    """The stored table (None before its first commit) and its newest commit's job metadata."""
+    stored = read_table(spark, table.base_path, locations=prepped.applies(table))
+    if stored is None and (problem := relayout.unfinished(spark, table)):
+        raise RelayoutError(problem)
+    committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
+    return stored, committed
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """The fold's rows (checkpointed; the caller releases them) and the batch's counts."""
+
+    rows: DataFrame
+    counted: DecodedTally
+    truncation: Truncation | None
+    """The batch's newest truncate, applied as a table-wide delete (None: none, or ignored)."""
+    remembered: Truncation | None
+    """The newest truncate an earlier commit recorded."""
+
+
+def _fold_and_count(
+    decoded: DecodeResult, stored: DataFrame | None, schema: StructType, committed: dict[str, str],
+    previous: Progress, table: TableConfig, metrics: TableMetrics,
+) -> _Folded:  # fmt: skip
+    """Folded first, counted after: one Spark job counts both the decoded batch and the fold's
+    outcomes. The fold assumes the batch truncates nothing, which that count then confirms."""
+    remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
+    changes = _without_truncates(decoded.events)
+    rows, result = _fold(changes, None, stored, schema, remembered, table)
+    try:
+        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(result, rows, table))
+        truncation, metrics.truncate_ignored = _truncation(counted, table)
+        if truncation is not None:  # rare: fold again, every stored row deleted up to the truncate
+            release(rows)
+            rows, result = _fold(changes, truncation, stored, schema, remembered, table)
+            counted = replace(counted, labelled=_count_labels(_outcome_labels(result, rows, table)))
+    except BaseException:
+        release(rows)
+        raise
+    return _Folded(rows=rows, counted=counted, truncation=truncation, remembered=remembered)
+
+
+def _count_written(
+    folded: _Folded, kafka: KafkaRange, previous: Progress, metrics: TableMetrics
+) -> tuple[RowCounts, Progress]:
+    """Count every event's outcome into `metrics`; what the write will write, and the progress it records."""
+    counted = folded.counted
+    written = _count_outcomes(counted.labelled, metrics)
+    if folded.truncation is not None:
+        metrics.deleted += counted.truncates
+    marks, metrics.behind_watermark = _batch_marks(counted, kafka), counted.behind_watermark
+    return written, previous.after(counts_of(metrics), marks)
+
+
+def _commit_metadata(
+    folded: _Folded, decoded: DecodeResult, recorded_sources: dict[str, str] | None, progress: Progress,
+    kafka: KafkaRange, table: TableConfig, ctx: BatchContext,
+) -> dict[str, str]:  # fmt: skip
+    """What the commit records beside the rows: the batch, its Kafka range, progress, index, source types, truncate."""
+    newest_truncate = max((t for t in (folded.truncation, folded.remembered) if t), key=lambda t: t.order, default=None)
+    return commit_metadata(
+        job=ctx.config.job.name,
+        batch_id=ctx.batch_id,
+        kafka=kafka,
+        progress=progress,
+        index=index_layout(table),
+        source_types=source_types_after(decoded.schema, recorded_sources),
+        truncate=asdict(newest_truncate) if newest_truncate else None,
+    )
+
+
+def _write(
+    folded: _Folded, written: RowCounts, table_exists: bool, schema: StructType, metadata: dict[str, str],
+    table: TableConfig, metrics: TableMetrics,
+) -> None:  # fmt: skip
+    """One Hudi commit of the folded rows, with `metadata`; its counts and times into `metrics`."""
+    spark = folded.rows.sparkSession
+    began = time.monotonic()
+    operation = writer.operation(written, table_exists=table_exists)
+    located = prepped.use(table, operation, written.unlocated)
+    if written.unlocated:
+        log.warning(
+            "table %s: %d stored key(s) of this batch were read without Hudi's location; it upserts with an index lookup",
+            table.name,
+            written.unlocated,
+        )
+    commit: WriteResult = writer.write(
+        rows_to_write(folded.rows, schema, table, located=located),
+        table=table.name,
+        base_path=table.base_path,
+        options=write_options(table, operation=operation, parallelism=spark.sparkContext.defaultParallelism, prepped=located),
+        trailing_columns=trailing_columns(table),
+        commit_metadata=metadata,
+        counts=written,
+    )
+    metrics.upserted_rows, metrics.deleted_rows = commit.upserted, commit.deleted
+    metrics.commit_time = commit.commit_time
+    if commit.commit_time:
+        metrics.write = f"{operation}_prepped" if located else operation
+        metrics.commit_seconds = time.monotonic() - began
+        metrics.committed_at = time.time()
+
+
+def _stored_for_keys(
+    stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig
+) -> DataFrame | None:
+    """The stored table as the fold's key lookup reads it: only the files holding `changes`' keys,
+    when the table's index can name them (`stored_state.index_lookup_column`), else all."""
+    column = index_lookup_column(table, schema)
+    if stored is None or column is None:
+        return stored
+    # the batch's distinct keys, at most one more than the limit: never the batch itself
+    keys = [row[0] for row in changes.select(column).distinct().limit(INDEX_LOOKUP_MAX_KEYS + 1).collect()]
+    if len(keys) > INDEX_LOOKUP_MAX_KEYS:
+        log.info(
+            "table %s: more than %d distinct keys; the stored-row read scans the table", table.name, INDEX_LOOKUP_MAX_KEYS
+        )
+        return stored
+    options = key_lookup_options(table)
+    return read_keys(changes.sparkSession, table.base_path, column, keys, options, locations=prepped.applies(table))
+
+
+def _fold(
+    changes: DataFrame,
+    truncation: Truncation | None,
+    stored: DataFrame | None,
+    schema: StructType,
+    remembered: Truncation | None,
+    table: TableConfig,
+) -> tuple[DataFrame, FoldResult]:
+    """The fold of `changes` onto their keys' stored rows; its rows checkpointed, for the counts
+    and the write both read them (the caller releases them)."""
+    every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
+    lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
+    result = fold(
+        # only a table that writes prepped needs its rows' locations through the fold
+        carried=(prepped.LOCATION,) if prepped.applies(table) else (),
+        events=conform_events(changes, schema),
+        stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
+        schema=schema,
+        key=table.key,
+        soft_deletes=table.deletes == "soft",
+        truncation=truncation,
+        remembered=remembered,
+        sticky=frozenset(table.partition_by),
+    )
+    return checkpointed(result.rows), result
+
+
+def _outcome_labels(result: FoldResult, folded: DataFrame, table: TableConfig) -> DataFrame:
+    """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts them)."""
+    # each folded row labels its write and its key's state: one scan of the fold for both
+    writes = folded.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
+    return result.outcomes_for(folded).select(F.col("outcome").alias("label")).unionByName(
+        writes.filter(F.col("label").isNotNull())
+    )
+
+
+def _count_labels(labels: DataFrame) -> dict[str, int]:
+    return {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
+
+
+def _count_outcomes(by_label: dict[str, int], metrics: TableMetrics) -> RowCounts:
+    """Count every event's outcome into `metrics`, and return what the write will write."""
+    for label, count in by_label.items():
+        if label not in (UPSERT, DELETE, NEW_KEY, UNLOCATED):
+            metrics.add(Outcome(label), count)
+    return RowCounts(
+        upserted=by_label.get(UPSERT, 0),
+        deleted=by_label.get(DELETE, 0),
+        new_keys=by_label.get(NEW_KEY, 0),
+        unlocated=by_label.get(UNLOCATED, 0),
+    )
+
+
+def _schema_change(
+    exc: SchemaChangeError, records: DataFrame, decoded: DecodeResult, table: TableConfig,
+    watermark: int | None, metrics: TableMetrics, ctx: BatchContext,
+) -> TableMetrics:  # fmt: skip
+    """A batch whose columns the table cannot take: the table stops for this batch and every
+    record goes to the dead-letter store, none lost. A batch without a change event changes no
+    column: its records are counted as they are (skipped, rejected, tombstones)."""
+    counted = tally(decoded, watermark=watermark)
+    if counted.events == 0:
+        _count_unapplied(decoded, counted, metrics, ctx)
+        return metrics
+    log.error("%s", exc)
+    dead_letter(
+        raw_as_rejects(records, table=table.name, error_class="SchemaChangeError", message=str(exc)), ctx
+    )
+    return TableMetrics(
+        table=table.name, read=metrics.read, dead_letter=metrics.read, error=str(exc),
+        dead_letters_by_class={"SchemaChangeError": metrics.read}, applied_through=metrics.applied_through,
+    )  # fmt: skip
+
+
+def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataFrame:
+    """The table's records with Avro values/keys rewritten as the JSON path reads them (issue 13)."""
+    registry = ctx.config.schema_registry
+    if not uses_avro(table) or registry is None:  # config validation requires a registry for Avro tables
+        return records
+    # the envelope columns describe the Avro bytes: decode finds the JSON's own
+    return avro_as_json(records.drop(*ENVELOPE_COLUMNS), table, fetcher_for(registry))
+
+
+def _count_unapplied(decoded: DecodeResult, counted: DecodedTally, metrics: TableMetrics, ctx: BatchContext) -> None:
+    """Count skipped records; dead-letter and count rejects."""
+    metrics.skipped = counted.skipped
+    if metrics.skipped:
+        log.info(
+            "table %s: skipped %d record(s) without a row change (%s)",
+            metrics.table,
+            metrics.skipped,
+            ", ".join(counted.skip_reasons),
+        )
+    metrics.dead_letters_by_class = dict(counted.rejects_by_class)
+    metrics.dead_letter = sum(metrics.dead_letters_by_class.values())
+    if metrics.dead_letter:
+        dead_letter(decoded.rejects, ctx)
+
+
+def _committed_already(committed: dict[str, str], kafka: KafkaRange, ctx: BatchContext) -> bool:
+    """Is the table's newest commit this very batch (Hudi committed it, then the job died before
+    Spark's checkpoint moved, so Spark replays it)?"""
+    return (
+        committed.get(BATCH_KEY) == str(ctx.batch_id)
+        and committed.get(JOB_KEY) == ctx.config.job.name
+        and kafka.is_range_of(committed)
+    )
+
+
+def _as_committed(
+    table: TableConfig, committed: dict[str, str], kafka: KafkaRange, ctx: BatchContext
+) -> TableMetrics:
+    """The counts of the commit that already applied this batch; nothing is applied or counted twice."""
+    progress = Progress.from_metadata(committed)
+    log.info("table %s: batch %d was committed before a restart; not applied again", table.name, ctx.batch_id)
+    metrics = TableMetrics(
+        table=table.name, replayed=True, watermark_ts_ms=progress.watermark_ts_ms, applied_through=kafka.last
+    )
+    for name, count in progress.counts.items():
+        if name in COUNTED:
+            setattr(metrics, name, count)
+    return metrics
+
+
+def _batch_marks(counted: DecodedTally, kafka: KafkaRange) -> dict[str, dict[str, Mark]]:
+    """Per topic partition, the newest source time of the batch's events and its last offset."""
+    return {
+        topic: {p: Mark(ts_ms=counted.newest_ts_ms.get((topic, p)), offset=last) for p, last in partitions.items()}
+        for topic, partitions in kafka.last.items()
+    }
+
+
+def _without_truncates(events: DataFrame) -> DataFrame:
+    """The row changes among `events`: truncates become a table-wide delete (`_truncation`), or are ignored."""
+    return events.filter(F.col(OP) != Op.TRUNCATE.value)
+
+
+def _truncation(counted: DecodedTally, table: TableConfig) -> tuple[Truncation | None, int]:
+    """The batch's newest truncate, applied as a table-wide delete; or none, and how many were ignored."""
+    newest = counted.newest_truncate
+    if newest is None:
+        return None, 0
+    if table.truncate == "ignore":
+        log.warning("table %s: ignored %d truncate event(s) (truncate: ignore)", table.name, counted.truncates)
+        return None, counted.truncates
+    return newest, 0

@@ -1,0 +1,86 @@
+"""Is Kafka reachable? Asked once at run start, with a bound, before the streaming query starts.
+
+Spark's Kafka source retries an unreachable cluster forever with a warning a minute; this
+check turns that into one clear error within `kafka.connect_timeout`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from hudi_cdc.config.durations import format_duration
+from hudi_cdc.config.models import KafkaSource
+from hudi_cdc.errors import KafkaUnreachableError
+
+log = logging.getLogger(__name__)
+
+# The Java client's SASL login module line; librdkafka takes the user and password as two settings.
+_JAAS_FIELD = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# Java-client settings librdkafka does not know; they matter to Spark's source, not to this check.
+_JAVA_ONLY = re.compile(r"^(sasl\.jaas\.config|ssl\.truststore\..*|ssl\.keystore\.type|.*\.class|.*\.callback\.handler.*)$")
+
+
+def client_settings(kafka: KafkaSource) -> dict[str, str]:
+    """The librdkafka settings equivalent to the job's Kafka settings (Java client names)."""
+    settings = {"bootstrap.servers": kafka.bootstrap_servers, "log_level": "2"}
+    for key, value in kafka.properties.items():
+        if key == "sasl.jaas.config":
+            for name, field_value in _JAAS_FIELD.findall(value):
+                settings[f"sasl.{name}"] = re.sub(r"\\(.)", r"\1", field_value)
+        if not _JAVA_ONLY.match(key):
+            settings[key] = value
+    return settings
+
+
+def check_reachable(kafka: KafkaSource) -> int:
+    """Ask the brokers for their metadata; return the number of topics, or raise KafkaUnreachableError.
+
+    Returns within `kafka.connect_timeout` (plus client start-up): the metadata request is the
+    only call that waits.
+    """
+    timeout = kafka.connect_timeout.total_seconds()
+    began = time.monotonic()
+    try:
+        metadata = librdkafka_client(AdminClient, client_settings(kafka)).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        # the error names the broker state, never a setting's value
+        raise KafkaUnreachableError(
+            kafka.bootstrap_servers, timeout=format_duration(kafka.connect_timeout), reason=_reason(exc)
+        ) from None
+    log.info("kafka %s answered in %.1fs (%d topics)", kafka.bootstrap_servers, time.monotonic() - began, len(metadata.topics))
+    return len(metadata.topics)
+
+
+_UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]+)"')
+
+
+Client = TypeVar("Client")
+
+
+def librdkafka_client(make: Callable[[dict[str, str | int | float | bool]], Client], settings: dict[str, str]) -> Client:
+    """`make(settings)` (a confluent-kafka client), leaving out each setting librdkafka refuses as unknown.
+
+    Why: `kafka.properties` holds Java-client settings for Spark's source (`default.api.timeout.ms`...);
+    the driver's own clients must not refuse to start over them. They still reach Spark.
+    """
+    while True:
+        try:
+            return make(dict[str, str | int | float | bool](settings))
+        except KafkaException as exc:
+            unknown = _UNKNOWN_SETTING.search(_reason(exc))
+            if unknown is None or unknown.group(1) not in settings:
+                raise
+            log.debug("librdkafka does not know %s; left out of the driver's Kafka client", unknown.group(1))
+            settings = {k: v for k, v in settings.items() if k != unknown.group(1)}
+
+
+def _reason(exc: KafkaException) -> str:
+    error = exc.args[0] if exc.args else None
+    return str(error.str()) if error is not None and hasattr(error, "str") else str(exc)

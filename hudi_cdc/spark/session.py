@@ -1,0 +1,247 @@
+"""Build a SparkSession with the Hudi bundle and Spark's Kafka source on the classpath."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:
+    from hudi_cdc.config.models import JobConfig
+
+# Hudi's documented session settings; the serializer and registrar are required for its Kryo classes.
+_HUDI_SESSION_CONF = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    # Debezium timestamps are UTC instants; reading them in another zone would shift wall clocks.
+    "spark.sql.session.timeZone": "UTC",
+    # Debezium's epoch days and microseconds are proleptic Gregorian, as Spark 3+, Trino and
+    # hudi-rs read them. By default Spark refuses to write a date before 1582-10-15 or a
+    # timestamp before 1900 to Parquet or Avro (Hudi's base and log files), or to read one from
+    # a file that does not name its calendar: such a record failed its batch. Stored as sent.
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+    "spark.sql.avro.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.avro.datetimeRebaseModeInRead": "CORRECTED",
+}
+
+_HUDI_HADOOP_CONF = {
+    # Hudi writes through parquet-avro when it merges (an upsert into a stored file, compaction),
+    # whose default two-level lists cannot hold a NULL element: an update of a row with one in
+    # an array (PostgreSQL `{1,NULL}`) failed its batch. Three-level lists, as Spark's own
+    # writer (a first snapshot) writes them, hold it; Hudi reads both.
+    "parquet.avro.write-old-list-structure": "false",
+}
+
+CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
+CODEGEN_CACHE_DEFAULT = "2000"
+"""Spark's cache of generated classes holds 100 by default. One table's batch (decode, fold,
+counts, write) uses about 115, so with the default every batch compiled about 65 classes again
+and the JIT compiled them to machine code again (BENCHMARKS.md, fifth round). 2000 leaves room
+for a job of 15 tables. A static setting: it takes effect only when the session is created,
+and a value from spark-submit (`--conf`) or `extra_conf` wins."""
+
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
+"""The JVM a local session starts collects garbage with the throughput collector, not G1.
+
+A micro-batch job wants CPU for its batches, not short pauses: warm batches into 5 tables cost
+0.85x the JVM CPU of G1 (less collection, and less C2 compiling), and the freshness bench's p95
+fell from 35 s to 31-34 s (BENCHMARKS.md, eleventh round). Only where the session starts the JVM
+itself (local runs: `hudi-cdc run`, the demo, the tests); under spark-submit the submit command
+decides. A local `extra_conf` value that picks no collector of its own keeps this one
+(`local_java_options`)."""
+
+_PICKS_A_COLLECTOR = re.compile(r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC\b")
+"""HotSpot's collector flags by name: other `-XX:+Use...GC` flags (UseAdaptiveSizePolicyWithSystemGC)
+tune a collector and pick none."""
+
+
+def local_java_options(requested: str | None) -> str:
+    """The driver JVM options of a local session: `requested` plus ParallelGC unless it picks a collector.
+
+    Why: a bench or a user adding one JVM flag (`-XX:TieredStopAtLevel=1`) should not silently
+    fall back to G1 and measure the collector instead of the flag.
+    """
+    if not requested:
+        return LOCAL_DRIVER_JAVA_OPTIONS
+    if _PICKS_A_COLLECTOR.search(requested):
+        return requested
+    return f"{LOCAL_DRIVER_JAVA_OPTIONS} {requested}"
+
+
+_SIZE_ESTIMATOR_PROPERTIES = {"jol.skipDynamicAttach": "true", "jol.skipHotspotSAAttach": "true"}
+"""Java system properties for the object-layout library (JOL) inside Hudi's bundle, which sizes
+records the first time a write estimates them. Unset, it tries to attach an agent to its own JVM
+and then the HotSpot Serviceability Agent, which forks helper JVMs: both fail on Java 17 as
+Spark runs it, after about 1 CPU s and 1 s of wall time (measured on this machine), and it falls
+back to the Unsafe-based estimate these properties pick at once. JOL still prints one line that
+it skipped them. Set on the driver's JVM; executors on a cluster take them as
+`-D` flags in `spark.executor.extraJavaOptions`."""
+
+
+BUILD_ENV = "HUDI_CDC_BUILD"
+"""Names the folder `make` fills (jars/, run/); the Makefile and devkit/ set it, a cluster does not."""
+
+
+def build_dir() -> Path | None:
+    """The folder named by $HUDI_CDC_BUILD, or None (an installed package knows no checkout)."""
+    value = os.environ.get(BUILD_ENV)
+    return Path(value) if value else None
+
+
+def local_jars() -> list[str]:
+    """Jars fetched by `make jars` into $HUDI_CDC_BUILD/jars; none without it (spark-submit passes --jars)."""
+    build = build_dir()
+    return sorted(str(p) for p in (build / "jars").glob("*.jar")) if build is not None else []
+
+
+DRIVER_CLASSPATH = "spark.driver.extraClassPath"
+
+
+def local_s3_classpath() -> str | None:
+    """Hadoop's S3A jars fetched by `make s3-jars` ($HUDI_CDC_BUILD/jars-s3), as a class-path entry.
+
+    On the driver's class path, not in `spark.jars`: a local session's executor runs in the
+    driver's JVM, and `spark.jars` would copy the 280 MB AWS SDK bundle into every session's
+    work folder. None without them (spark-submit and the cluster bring S3A).
+    """
+    build = build_dir()
+    folder = build / "jars-s3" if build is not None else None
+    return f"{folder}/*" if folder is not None and any(folder.glob("*.jar")) else None
+
+
+def get_or_create_session(
+    *,
+    app_name: str = "hudi-cdc",
+    master: str | None = None,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Return the active SparkSession, or create one wired for Hudi.
+
+    Under spark-submit the master and jars come from the submit command; locally the
+    jars in $HUDI_CDC_BUILD/jars are added (if set) and the master defaults to local[2].
+    """
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in _HUDI_SESSION_CONF.items():
+        builder = builder.config(key, value)
+    under_submit = "spark.master" in os.environ.get("SPARK_CONF_SUBMITTED", "") or bool(
+        os.environ.get("SPARK_ENV_LOADED")
+    )
+    if not under_submit:
+        builder = builder.master(master or "local[2]")
+        jars = local_jars()
+        if jars:
+            builder = builder.config("spark.jars", ",".join(jars))
+        s3 = local_s3_classpath()
+        if s3 is not None:
+            builder = builder.config(DRIVER_CLASSPATH, s3)
+        builder = (
+            builder.config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "2g")
+            # Stage progress bars are drawn on the terminal the log goes to: they split log lines
+            # (a warning printed mid-bar) and fill a redirected log with carriage returns.
+            .config("spark.ui.showConsoleProgress", "false")
+        )
+        build = build_dir()
+        if build is not None:
+            builder = builder.config("spark.sql.warehouse.dir", str(build / "run" / "spark-warehouse"))
+    extra = dict(extra_conf or {})
+    if not under_submit:
+        extra[DRIVER_JAVA_OPTIONS] = local_java_options(extra.get(DRIVER_JAVA_OPTIONS))
+    if CODEGEN_CACHE_ENTRIES not in extra and not SparkConf().contains(CODEGEN_CACHE_ENTRIES):
+        builder = builder.config(CODEGEN_CACHE_ENTRIES, CODEGEN_CACHE_DEFAULT)
+    for key, value in extra.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    for key, value in _HUDI_HADOOP_CONF.items():
+        # set on the live configuration: under spark-submit the context exists before this
+        hadoop_conf(session).set(key, value)
+    system = jvm(session).java.lang.System
+    for key, value in _SIZE_ESTIMATOR_PROPERTIES.items():
+        if system.getProperty(key) is None:  # a -D flag of the user's own wins
+            system.setProperty(key, value)
+    return session
+
+
+def job_session(job: JobConfig, purpose: str) -> SparkSession:
+    """The session of one of the job's commands (`purpose`: `compact`, `status`...), with the
+    job's Hadoop settings (`job.hadoop_conf`) in force."""
+    spark = get_or_create_session(app_name=f"{job.name}-{purpose}")
+    apply_hadoop_conf(spark, job.hadoop_conf)
+    return spark
+
+
+def apply_hadoop_conf(spark: SparkSession, settings: Mapping[str, str]) -> None:
+    """Set `settings` on the session's live Hadoop configuration (`job.hadoop_conf`).
+
+    Live, not as `spark.hadoop.*` builder settings: under spark-submit the context exists before
+    the job reads its file. Readers and writers (Hudi, the checkpoint, the dead-letter store,
+    `hudi.fs`) take this configuration when they open a file system, but Hadoop caches an open
+    one per scheme, bucket and user: call this before the job's first access to its storage, as
+    `job_session` and `stream.run` do.
+    """
+    conf = hadoop_conf(spark)
+    for key, value in settings.items():
+        conf.set(key, value)
+
+
+def jvm(spark: SparkSession) -> Any:
+    """The JVM gateway (Hadoop FileSystem, Hudi timeline APIs are only reachable through it)."""
+    gateway = spark._jvm
+    if gateway is None:
+        raise RuntimeError("this SparkSession has no JVM gateway (Spark Connect is not supported)")
+    return gateway
+
+
+def hadoop_conf(spark: SparkSession) -> Any:
+    """The session's Hadoop configuration (JVM object)."""
+    return spark._jsc.hadoopConfiguration()
+
+
+def java_chain(exc: BaseException) -> list[Any]:
+    """The Java throwables behind a Py4JJavaError or a PySpark captured exception (such as a
+    StreamingQueryException), outermost first (empty for other errors)."""
+    chain: list[Any] = []
+    # py4j's error keeps the throwable as `java_exception`; PySpark's captured ones as `_origin`
+    current = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    try:
+        while current is not None and len(chain) < 20:
+            chain.append(current)
+            nxt = current.getCause()
+            current = None if nxt is None or nxt.equals(current) else nxt
+    except Exception:  # the JVM is gone: what was walked so far
+        pass
+    return chain
+
+
+def java_cause(exc: BaseException) -> str | None:
+    """`Top: message <- Root: message` of a Py4JJavaError (None for other errors).
+
+    py4j's own text starts with "An error occurred while calling o3059.syncHoodieTable", which
+    says nothing about the metastore; the Java exception chain does.
+    """
+    try:
+        chain = [f"{t.getClass().getName()}: {t.getMessage()}" for t in java_chain(exc)]
+    except Exception:  # the JVM is gone: fall back to py4j's text
+        return None
+    if not chain:
+        return None
+    return chain[0] if len(chain) == 1 else f"{chain[0]} <- root cause {chain[-1]}"
+
+
+def error_summary(exc: BaseException) -> str:
+    """One line saying why, for a log line or a stored message: the Java cause chain when there is one."""
+    text = str(exc).strip().splitlines()
+    return (java_cause(exc) or f"{type(exc).__name__}: {text[0] if text else ''}")[:500]
