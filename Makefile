@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint bench bench-freshness bench-avro clean
+.PHONY: help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint docs bench bench-freshness bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -150,8 +150,11 @@ lint: $(VENV)/.installed  ## ruff + mypy strict
 	$(VENV)/bin/ruff check hudi_cdc devkit jobs tests
 	$(VENV)/bin/mypy
 
+docs: $(VENV)/.installed  ## regenerate docs/configuration.md's reference from the configuration models
+	$(PY) -m hudi_cdc.config.reference --write docs/configuration.md
+
 test-deep: install  ## long runs: property, corpus and kill -9 tests with HYPOTHESIS_PROFILE=deep, and tests marked `deep`
-	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -m "not deep" tests/unit/test_collapse.py tests/integration/test_semantics_property.py \
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -m "not deep" tests/unit/fold/test_collapse.py tests/integration/test_semantics_property.py \
 	    tests/integration/test_debezium_corpus.py tests/integration/test_kill9.py
 	$(PY) -m pytest -q -m deep tests
 

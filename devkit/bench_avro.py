@@ -1,4 +1,4 @@
-"""Decode throughput of the same Debezium events as JSON and as Avro (issue 13), decode step only.
+"""Decode throughput of the same Debezium events as JSON and as Avro, decode step only.
 
 The `make bench` workload (devkit.bench.events), encoded both ways; each run decodes the
 whole set in one DataFrame (for Avro: schema ids -> registry -> from_avro -> JSON envelope ->

@@ -5,7 +5,7 @@
     python -m devkit.sql                                                 # one statement per line from stdin
 
 PrestoDB reads merge-on-read `_rt` as the merged snapshot (tables at `table_version: 6`, as in
-the demo); Trino reads `_rt` like `_ro`. See the README, "Querying with Presto/Trino".
+the demo); Trino reads `_rt` like `_ro`. See docs/querying.md.
 """
 
 from __future__ import annotations

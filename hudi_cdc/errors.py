@@ -44,6 +44,21 @@ class SchemaChangeError(TerminalError):
         )
 
 
+class KeyColumnsMissing(TerminalError):
+    """A table's `key` names columns its records do not carry: the table cannot fold a single event."""
+
+    def __init__(self, table: str, *, missing: list[str], carried: list[str], positions: str) -> None:
+        self.table = table
+        self.missing = missing
+        self.carried = carried
+        super().__init__(
+            f"table {table}: key column(s) {', '.join(missing)} are not among the columns its records "
+            f"carry ({', '.join(carried)}), read at {positions}; nothing was written for the table and Kafka "
+            "keeps the batch. Set the table's `key` to the source table's primary key columns (the fields "
+            "of Debezium's Kafka key) and start again."
+        )
+
+
 class ConnectError(CdcError):
     """Kafka Connect or the source database refused a `resume-binlog` step; the steps after it did not run.
 

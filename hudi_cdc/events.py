@@ -1,13 +1,13 @@
-"""The change-event contract shared by decode, collapse and merge (change-semantics §1, §2, §5).
+"""The change-event contract shared by decode, collapse and merge (semantics §1, §2, §5).
 
 Decoding produces, per table, one DataFrame row per event with:
 
 - the table's own columns, typed (absent columns NULL; see PRESENT),
 - PRESENT: array<string> of the columns the event carries (explicit NULLs included),
-- OP, ORDER, TS_MS, SOURCE: the `_cdc_*` values of spec §5,
+- OP, ORDER, TS_MS, SOURCE: the `_cdc_*` values of semantics §5,
 - KAFKA_TOPIC / KAFKA_PARTITION / KAFKA_OFFSET: the record's position, for lineage and errors.
 
-ORDER is a string whose lexicographic order is the event order of spec §2, so that
+ORDER is a string whose lexicographic order is the event order of semantics §2, so that
 Spark's max/max_by, the reference model and a Presto `ORDER BY _cdc_order` agree.
 """
 
@@ -28,7 +28,7 @@ class Op(StrEnum):
 
 
 class Outcome(StrEnum):
-    """What happened to one consumed record (spec §6): exactly one per record, counted per table."""
+    """What happened to one consumed record (semantics §6): exactly one per record, counted per table."""
 
     APPLIED = "applied"
     """Its values are in the table after the batch."""
@@ -47,21 +47,21 @@ class Outcome(StrEnum):
     DEAD_LETTER = "dead_letter"
 
 
-# Columns the framework adds to every table (spec §5). Names are stable: queries use them.
+# Columns the framework adds to every table (semantics §5). Names are stable: queries use them.
 CDC_PREFIX = "_cdc_"
 """Prefix of every column (and commit metadata key) the framework adds."""
-OP = "_cdc_op"
-ORDER = "_cdc_order"
-TS_MS = "_cdc_ts_ms"
-SOURCE = "_cdc_source"
-INGESTED_AT = "_cdc_ingested_at"
-DELETED = "_cdc_deleted"
-COLUMN_ORDERS = "_cdc_column_orders"
+OP = CDC_PREFIX + "op"
+ORDER = CDC_PREFIX + "order"
+TS_MS = CDC_PREFIX + "ts_ms"
+SOURCE = CDC_PREFIX + "source"
+INGESTED_AT = CDC_PREFIX + "ingested_at"
+DELETED = CDC_PREFIX + "deleted"
+COLUMN_ORDERS = CDC_PREFIX + "column_orders"
 """Patch tables only: map column -> ORDER of its last write, plus DELETE_ORDER_KEY."""
 DELETE_ORDER_KEY = "__delete__"
 
 # Event-only columns (never stored).
-PRESENT = "_cdc_present"
+PRESENT = CDC_PREFIX + "present"
 KAFKA_TOPIC = "_kafka_topic"
 KAFKA_PARTITION = "_kafka_partition"
 KAFKA_OFFSET = "_kafka_offset"
@@ -110,14 +110,15 @@ def column_names_problem(names: Iterable[str]) -> str | None:
 
 # ---- ORDER encoding -------------------------------------------------------------------------
 # One fixed-width string per event. The first character names the kind of position, then the
-# position, then the Kafka (partition, offset) tie-breaker of spec §2.
+# position, then the Kafka (partition, offset) tie-breaker of semantics §2.
 #   b<file seq:10><pos:20><snapshot rank:1><row:10>   MySQL/MariaDB binlog
 #   l<lsn:20><snapshot rank:1><last committed lsn:20><txId:20>   PostgreSQL (source.sequence[0], txId)
 #   t<ts_ms:20>                                         only source.ts_ms known
 #   c<value + 2^63:20>                                  a configured ordering column (numeric/timestamp)
+#   k                                                   `ordering: kafka`: the Kafka position alone
 # followed by <partition:5><offset:20>.
 # Snapshot rank is 0 for op `r`: snapshot reads carry the snapshot's start position and must sort
-# before every change captured at or after that position (spec §2).
+# before every change captured at or after that position (semantics §2).
 ORDER_SHIFT = 2**63
 _KAFKA_SUFFIX = "{partition:05d}{offset:020d}"
 
@@ -141,6 +142,19 @@ def lsn_order(
 def ts_order(*, ts_ms: int, partition: int, offset: int) -> str:
     """ORDER of an event whose source gives only ts_ms."""
     return f"t{ts_ms:020d}" + _KAFKA_SUFFIX.format(partition=partition, offset=offset)
+
+
+KAFKA_ORDERING = "kafka"
+"""A table's `ordering` that orders its events by Kafka position alone (see `kafka_order`)."""
+
+
+def kafka_order(*, partition: int, offset: int) -> str:
+    """ORDER by Kafka (partition, offset) alone: events without any source position (`ordering: kafka`).
+
+    Exact when each key's changes sit in one partition in the order they happened, as Debezium's
+    keyed topics hold them; across partitions it orders by partition number, which means nothing.
+    """
+    return "k" + _KAFKA_SUFFIX.format(partition=partition, offset=offset)
 
 
 def column_order(*, value: int, partition: int, offset: int) -> str:
@@ -172,3 +186,13 @@ def placeholder_bytes(setting: str) -> bytes:
     if not raw:
         raise ValueError("the unavailable-value placeholder is empty; Debezium's default is " + DEFAULT_PLACEHOLDER)
     return raw
+
+
+KAFKA_POSITION = "%s[%d]@%s"
+"""A record's Kafka position as every message and dead letter writes it, `topic[partition]@offset`
+(a range: `topic[partition]@first..last`), in printf form for Python's `%` and Spark's `format_string`."""
+
+
+def kafka_position(topic: str, partition: int, offset: int | str) -> str:
+    """`topic[partition]@offset`: see KAFKA_POSITION."""
+    return KAFKA_POSITION % (topic, partition, offset)

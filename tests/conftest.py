@@ -13,18 +13,15 @@ from pyspark.sql import SparkSession
 # the workbench points hudi_cdc at the checkout's build/ (jars) unless HUDI_CDC_BUILD is set
 import devkit
 
+# the shared builders' asserts explain their failures as a test's own do
+pytest.register_assert_rewrite("tests.support")
+
+from tests.support.service_groups import SERVICE_GROUPS  # noqa: E402 - after the rewrite is registered
+
 # Each xdist worker starts its own services (Kafka, the metastore, ...): their files go to
 # build/run/<worker>/, so two workers' brokers never share a folder.
 if _worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault(devkit.RUN_ENV, str(devkit.build_dir() / "run" / _worker))
-
-SERVICE_GROUPS = {
-    "sql-engines": ("trino", "presto"),
-    "debezium": ("connect", "mariadb", "postgres", "registry"),
-}
-"""Tests that need one of these session services run on one xdist worker (`--dist loadgroup`),
-so each heavy service starts once per run, not once per worker. Every other test runs with the
-rest of its module, so module-scoped fixtures are built once too."""
 
 # `make test` keeps example counts small; `make test-deep` sets HYPOTHESIS_PROFILE=deep.
 settings.register_profile(
@@ -51,7 +48,7 @@ def _group(item: pytest.Item) -> str:
     for group, services in SERVICE_GROUPS.items():
         if any(name in fixtures for name in services):
             return group
-    module = item.nodeid.split("::", 1)[0]  # tests/unit/test_x.py -> unit/test_x: xdist shows it after each id
+    module = item.nodeid.split("::", 1)[0]  # tests/unit/fold/test_x.py -> unit/fold/test_x: xdist shows it after each id
     return module.removeprefix("tests/").removesuffix(".py")
 
 

@@ -1,6 +1,7 @@
-"""`make bench`: hudi_cdc against a plain Hudi upsert job and a Parquet append floor (issue 10).
+"""`make bench`: hudi_cdc against a plain Hudi upsert job and a Parquet append floor.
 
-`python -m devkit.bench --help` lists the flags; BENCHMARKS.md shows the results.
+`python -m devkit.bench --help` lists the flags; docs/performance.md shows the current results,
+docs/performance-journal.md every round.
 
 - `workloads`: the source table, its Debezium records and the cases
 - `jobs`: the three jobs as Spark code; `child`: one measured process running a job or the check

@@ -11,8 +11,8 @@ envelope and the row image's columns undone, exactly as the plain job does (`job
 run alternately after two warm-up rounds each, which pay the JVM's JIT and code generation.
 Prints the CPU seconds (this process and its JVM) per round and per event. With `--jfr`, the
 JVM's Flight Recorder samples the executor threads during hudi_cdc's timed rounds only, and the
-shares of the samples spent inside each of `PROFILED_FRAMES` are printed (BENCHMARKS.md,
-"seventeenth round").
+shares of the samples spent inside each of `PROFILED_FRAMES` are printed (docs/performance-journal.md,
+round 17).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ The events are the bench's `accounts` snapshot reads, written once to Parquet un
 build/bench/envelope-cost/ (a Python list that large would not fit in one Spark task) and read
 back as persisted Kafka source rows. Each round runs both ways alternately after two warm-up
 rounds each, and prints the CPU seconds (this process and its JVM) of the persist-and-survey job
-and of the whole round (BENCHMARKS.md, "eighteenth round").
+and of the whole round (docs/performance-journal.md, round 18).
 """
 
 from __future__ import annotations

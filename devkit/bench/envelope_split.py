@@ -9,7 +9,7 @@ writes them (`{"schema":...,"payload":...}`, no spaces), so a cut at the first `
 both parts. Each way writes the rows with the two texts to Spark's `noop` sink; `text` only casts
 the value, the floor every way pays. They run alternately after two warm-up rounds each, and the
 CPU seconds (this process and its JVM) per round and per event above the floor are printed
-(BENCHMARKS.md, "nineteenth round"). Why it exists: the cut was built and measured, and did not
+(docs/performance-journal.md, round 19). Why it exists: the cut was built and measured, and did not
 pay for itself; this is how to measure it again on another Spark.
 """
 

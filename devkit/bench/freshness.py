@@ -1,4 +1,4 @@
-"""`make bench-freshness`: produced-to-visible latency of hudi_cdc at a sustained rate (issue 10).
+"""`make bench-freshness`: produced-to-visible latency of hudi_cdc at a sustained rate.
 
     python -m devkit.bench.freshness                          # 5 tables, 2,000 events/s for 60 s
     python -m devkit.bench.freshness --rate 200 --seconds 120 # a rate this machine keeps up with?
@@ -57,7 +57,7 @@ from devkit.services import run_dir
 from devkit.services.kafka import LocalKafka
 
 GOAL_P95_S = 30.0
-"""Issue 10: p95 produced-to-visible at 2,000 events/s into 5 tables."""
+"""The freshness goal (docs/performance.md): p95 produced-to-visible at 2,000 events/s into 5 tables."""
 KEEPS_UP_GROWTH = 1.5
 """Latency of the last third of the records over the first third above which the job falls behind."""
 TREND_BATCHES = 8
@@ -116,7 +116,7 @@ def keeps_up(found: Freshness, *, rate: float, capacity_events_per_s: float, bat
     at least TREND_BATCHES batches is long enough for a backlog to show in that trend. A shorter
     one must also pass `capacity`, which is pessimistic: the CPU per event it uses includes the
     fixed cost of every batch, and a job that falls behind reads bigger batches, so pays that
-    fixed cost over more events (BENCHMARKS.md, eighth round).
+    fixed cost over more events (docs/performance-journal.md, round 8).
     """
     if not found.latency_steady:
         return False

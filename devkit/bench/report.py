@@ -172,7 +172,7 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class Goal:
-    """One of issue 10's goals, checked on one case or pair of cases."""
+    """One of the performance goals (docs/performance.md), checked on one case or pair of cases."""
 
     goal: str
     case: str
@@ -267,7 +267,7 @@ def check_line(check: dict[str, Any]) -> str:
 
 
 def markdown_ratios(cases: list[CaseResult]) -> str:
-    """The ratio table BENCHMARKS.md shows: CPU seconds and ratios per case."""
+    """The ratio table docs/performance-journal.md shows for each run: CPU seconds and ratios per case."""
     lines = [
         "| case | hudi_cdc CPU s | plain CPU s | floor CPU s | hudi_cdc / plain CPU | hudi_cdc / plain wall "
         "| hudi_cdc / floor CPU | hudi_cdc / plain RSS | jobs per batch (hudi_cdc / plain) |",

@@ -12,7 +12,7 @@ each) in one batch of snapshot reads, then applies batches of its uniform update
 JVM it started) and the wall time of the batches after the first three, which pay the JVM's
 warm-up. The records are built on the driver and handed to Spark whole: with the 2 GB driver,
 `--rows` above about 100k runs the JVM out of heap (200k did, and the run then hangs). To compare two commits, run it
-from a checkout of each, back to back, with nothing else running (BENCHMARKS.md, sixth round).
+from a checkout of each, back to back, with nothing else running (docs/performance-journal.md, round 6).
 """
 
 from __future__ import annotations

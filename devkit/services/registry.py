@@ -1,4 +1,4 @@
-"""A local Apicurio Registry (in-memory H2 storage) for Avro change events (issue 13).
+"""A local Apicurio Registry (in-memory H2 storage) for Avro change events.
 
 The app comes from `make registry` (build/registry, version pinned in infra/registry/VERSION).
 Apicurio 3.2+ needs Java 21+, so it runs on the same Java 25 as Trino (Temurin 25 if installed,

@@ -1,1 +1,1 @@
-"""Avro change events in the Confluent wire format, decoded into the JSON path's input (issue 13)."""
+"""Avro change events in the Confluent wire format, decoded into the JSON path's input."""

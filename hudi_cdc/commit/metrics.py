@@ -1,4 +1,4 @@
-"""Per-batch, per-table counts: every consumed record ends in exactly one outcome (spec §6)."""
+"""Per-batch, per-table counts: every consumed record ends in exactly one outcome (semantics §6)."""
 
 from __future__ import annotations
 

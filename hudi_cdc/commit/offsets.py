@@ -8,19 +8,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.commit.progress import Positions, Progress
-from hudi_cdc.hudi.options import COMMIT_METADATA_PREFIX_DEFAULT
+from hudi_cdc.events import CDC_PREFIX, kafka_position
 
-OFFSETS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "kafka_offsets"
+OFFSETS_KEY = CDC_PREFIX + "kafka_offsets"
 """topic -> partition -> the newest offset the commit applied."""
-FIRST_OFFSETS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "kafka_offsets_from"
+FIRST_OFFSETS_KEY = CDC_PREFIX + "kafka_offsets_from"
 """topic -> partition -> the oldest offset the commit applied (with OFFSETS_KEY: the range)."""
-BATCH_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "batch_id"
-JOB_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "job"
-TRUNCATE_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "truncate"
+BATCH_KEY = CDC_PREFIX + "batch_id"
+JOB_KEY = CDC_PREFIX + "job"
+TRUNCATE_KEY = CDC_PREFIX + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
-INDEX_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "index"
+INDEX_KEY = CDC_PREFIX + "index"
 """The index that shapes the table's files (`hudi.options.index_layout`); Hudi keeps no record of a bucket index."""
-SOURCE_TYPES_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "source_types"
+SOURCE_TYPES_KEY = CDC_PREFIX + "source_types"
 """Column -> its narrow integer type at the source (`schema_check.SourceTypes`), carried by every commit."""
 
 
@@ -40,7 +40,7 @@ class KafkaRange:
     def describe(self) -> str:
         """`topic[partition]@first..last` for each partition, for messages."""
         return ", ".join(
-            f"{topic}[{partition}]@{self.first.get(topic, {}).get(partition, last)}..{last}"
+            kafka_position(topic, int(partition), f"{self.first.get(topic, {}).get(partition, last)}..{last}")
             for topic, partitions in sorted(self.last.items())
             for partition, last in sorted(partitions.items(), key=lambda p: int(p[0]))
         )

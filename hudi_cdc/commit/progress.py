@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_cdc.commit.metrics import COUNTED, TableMetrics
-from hudi_cdc.hudi.options import COMMIT_METADATA_PREFIX_DEFAULT
+from hudi_cdc.events import CDC_PREFIX
 
-COUNTS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "counts"
+COUNTS_KEY = CDC_PREFIX + "counts"
 """Outcome counts of the records this commit applied."""
-TOTALS_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "counts_total"
+TOTALS_KEY = CDC_PREFIX + "counts_total"
 """Running outcome counts of every commit up to this one."""
-WATERMARK_KEY = COMMIT_METADATA_PREFIX_DEFAULT + "watermark"
+WATERMARK_KEY = CDC_PREFIX + "watermark"
 """{"ts_ms": table watermark, "partitions": {topic: {partition: {"ts_ms", "offset"}}}}."""
 
 Positions = dict[str, dict[str, int]]

@@ -14,7 +14,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 PathKind = Literal["missing", "file", "dir"]
 
@@ -97,28 +97,6 @@ class LocalFiles:
 
     def names(self, path: str) -> list[str]:
         return sorted(p.name for p in Path(normalize(path).removeprefix("file:")).iterdir())
-
-
-class HadoopFiles:
-    """Any file system Hadoop knows (s3a://, hdfs://, ...), through the Spark session's JVM."""
-
-    def __init__(self, jvm: Any, hadoop_conf: Any) -> None:
-        self._jvm = jvm
-        self._conf = hadoop_conf
-
-    def _fs_path(self, path: str) -> tuple[Any, Any]:
-        hadoop_path = self._jvm.org.apache.hadoop.fs.Path(path)
-        return hadoop_path.getFileSystem(self._conf), hadoop_path
-
-    def kind(self, path: str) -> PathKind:
-        fs, hadoop_path = self._fs_path(path)
-        if not fs.exists(hadoop_path):
-            return "missing"
-        return "dir" if fs.getFileStatus(hadoop_path).isDirectory() else "file"
-
-    def names(self, path: str) -> list[str]:
-        fs, hadoop_path = self._fs_path(path)
-        return sorted(str(status.getPath().getName()) for status in fs.listStatus(hadoop_path))
 
 
 def base_path_problems(base_paths: Sequence[tuple[str, str]], fs: FileSystemView) -> list[str]:

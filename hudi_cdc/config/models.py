@@ -20,8 +20,11 @@ from hudi_cdc.config import locations, route_regex
 from hudi_cdc.config.connector import ConnectorSection
 from hudi_cdc.config.durations import Duration
 from hudi_cdc.config.env import substitute
+from hudi_cdc.config.sql_types import type_problem
+from hudi_cdc.config.yaml_file import read_yaml
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.events import DEFAULT_PLACEHOLDER, column_names_problem, placeholder_bytes
+from hudi_cdc.hudi.options import OWNED
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 ImageMode = Literal["full", "patch", "flattened"]
@@ -50,7 +53,9 @@ class KafkaSource(_Frozen):
     bootstrap_servers: str
     """Comma-separated host:port list."""
     properties: dict[str, str] = Field(default_factory=dict, repr=False)
-    """Extra Kafka client settings passed through as-is (security.protocol, sasl.*, ssl.*)."""
+    """Extra Kafka client settings passed through as-is (security.protocol, sasl.*, ssl.*); the job
+    reads `read_committed` unless `isolation.level` is set here. Values of secret-looking keys are
+    never logged."""
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     """Where a job with no checkpoint starts reading."""
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
@@ -70,7 +75,7 @@ class KafkaSource(_Frozen):
 
 
 class SchemaRegistry(_Frozen):
-    """A Confluent-compatible schema registry, for tables whose records are Avro (issue 13)."""
+    """A Confluent-compatible schema registry, for tables whose records are Avro."""
 
     url: str
     """Base URL of the Confluent-compatible API, e.g. `http://registry:8080/apis/ccompat/v7` for Apicurio."""
@@ -107,7 +112,9 @@ class HiveSync(_Frozen):
     """Hive Metastore registration of one table."""
 
     enabled: bool = True
+    """Register this table in the Hive Metastore after its commits (when `job.metastore_uris` is set); false skips it."""
     database: str = "default"
+    """The metastore database (a Hive identifier)."""
     table: str | None = None
     """Defaults to the table's name. MOR tables appear as <table>_ro and <table>_rt."""
 
@@ -125,8 +132,12 @@ class Compaction(_Frozen):
     mode: CompactionMode = "inline"
     """inline: schedule and run after a commit; schedule_only: `hudi-cdc compact` runs it; off."""
     strategy: TriggerStrategy = "NUM_OR_TIME"
+    """When a compaction is due: after `max_delta_commits` delta commits (NUM_COMMITS), after
+    `max_delta_seconds` (TIME_ELAPSED), after either (NUM_OR_TIME) or after both (NUM_AND_TIME)."""
     max_delta_commits: int = Field(default=10, gt=0)
+    """Delta commits since the last compaction that make one due (NUM_* strategies)."""
     max_delta_seconds: int = Field(default=1800, gt=0)
+    """Seconds since the last compaction that make one due (*_TIME and TIME_ELAPSED strategies)."""
 
 
 class TableConfig(_Frozen):
@@ -139,9 +150,20 @@ class TableConfig(_Frozen):
     base_path: str
     """Table location: a local path, file:/, s3a:// or hdfs:// URI."""
     type: TableType = "COPY_ON_WRITE"
+    """COPY_ON_WRITE rewrites the files a commit touches; MERGE_ON_READ appends log files that a
+    compaction merges later (`compaction`). Fixed when the table is created (Hudi keeps it in
+    `hoodie.properties`): the job refuses to start when it differs from the table's."""
     partition_by: list[str] = Field(default_factory=list)
+    """Partition columns. A key lives in one partition: a changed value moves the row (a global
+    index). Fixed when the table is created, like `key` and `type`."""
     ordering: str = "source"
-    """`source` (spec §2: binlog position / lsn, then ts_ms, then Kafka offset) or a numeric/timestamp column."""
+    """How a key's events are ordered. `source`: by the connector's position (binlog file and
+    position, else PostgreSQL's lsn, else `source.ts_ms`/`ts_ms`, then the Kafka position; an
+    empty binlog file name with position 0 counts as no position). `kafka`: by Kafka partition
+    and offset alone, for producers that write no position at all (Flink SQL's `debezium-json`);
+    exact only when each key's changes sit in one partition in event order, as keyed Debezium
+    topics hold them. Otherwise the name of a numeric, timestamp or date column. Choose it when
+    the table is created: orders of different kinds do not compare."""
     mode: ImageMode = "full"
     """full: Debezium row images; patch: messages carry only the changed fields; flattened:
     Debezium's ExtractNewRecordState rows (the row at the top level, `__deleted` from
@@ -157,14 +179,19 @@ class TableConfig(_Frozen):
     Metadata missing from a row's fields is read from those headers (`__op`, `__source_pos`...)."""
     format: WireFormat = "json"
     """How values are encoded: json (JsonConverter); avro (Confluent wire format: byte 0, a 4-byte
-    schema id, the Avro body; needs `schema_registry`); auto (per record: Avro when the first byte
-    is 0, which JSON text never starts with, else JSON)."""
+    schema id, the Avro body; or the body alone with Apicurio's id headers; needs `schema_registry`);
+    auto (per record: Avro when an Apicurio id header names it or the first byte is 0, which JSON
+    text never starts with, else JSON)."""
     key_format: WireFormat | None = None
     """How Kafka keys are encoded; None: as `format`."""
     patch_field: str = "data"
     """In patch mode, the JSON field that holds the changed columns."""
     deletes: DeleteMode = "hard"
+    """hard: a deleted row is removed; soft: it stays with `_cdc_deleted = true` and its data
+    columns NULL, and its delete order stays with it (semantics §3)."""
     truncate: TruncateMode = "apply"
+    """apply: a truncate deletes every row written before it; ignore: truncates are logged and
+    counted as `truncate_ignored`, and change nothing."""
     unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER
     """The PostgreSQL connector's `unavailable.value.placeholder` (a text, or `hex:` and octets):
     an unchanged TOASTed column arrives as this value, shaped like the column's type
@@ -175,8 +202,13 @@ class TableConfig(_Frozen):
     values in Debezium's encodings (base64 decimals, epoch days/ms/µs). Required when the topic
     carries no schema (schemas.enable=false)."""
     hive: HiveSync = Field(default_factory=HiveSync)
+    """How the table is registered in the Hive Metastore."""
     compaction: Compaction = Field(default_factory=Compaction)
+    """When a merge-on-read table compacts its log files (ignored for copy-on-write)."""
     schema_policy: SchemaPolicy = "safe"
+    """safe: a source schema change other than a new column, a dropped column or a widening stops
+    the table (its records go to the dead-letter store as SchemaChangeError); allow_incompatible:
+    such changes are written (semantics §7)."""
     hoodie_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     """Extra Hudi write options (file sizing, parallelism, metadata table, ...), applied after
     hudi_cdc's own. Keys hudi_cdc sets for correctness (record key, merge mode, index, retention,
@@ -204,8 +236,8 @@ class TableConfig(_Frozen):
     its own index lookup. Applies to tables without `partition_by` that use `index: simple` or
     `record_level`; elsewhere it has no effect. It costs reading and carrying Hudi's meta columns
     of the stored rows: measured, it saves 9-10% CPU on a 1M-row table and 6-13% on 500k rows,
-    breaks even near 200k and costs 2-9% on tables of 20k-100k rows (BENCHMARKS.md, fifteenth
-    and sixteenth rounds). Never changes what
+    breaks even near 200k and costs 2-9% on tables of 20k-100k rows (docs/performance-journal.md,
+    rounds 15 and 16). Never changes what
     the table holds, so it may be switched at any batch."""
     table_version: TableVersion = 9
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
@@ -213,7 +245,7 @@ class TableConfig(_Frozen):
     understand, so PrestoDB 0.287 answers `_rt` with the merged snapshot; gives up what Hudi 1.x
     adds (LSM timeline, secondary and expression indexes, partial updates, non-blocking
     concurrency control). A merge-on-read table at 6 writes its partition columns last in the
-    data files (see `hudi.options.trailing_columns`), and a new source column stops it
+    data files (see `hudi.table_options.trailing_columns`), and a new source column stops it
     (SchemaChangeError) unless `schema_policy: allow_incompatible`: Presto cannot read `_rt`
     after a column is added (see `schema_check.diff`)."""
 
@@ -238,9 +270,6 @@ class TableConfig(_Frozen):
     @field_validator("hoodie_options")
     @classmethod
     def _hoodie_options(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # imported here: hudi.options builds write options from this module's models
-        from hudi_cdc.hudi.options import OWNED
-
         foreign = sorted(k for k in value if not k.startswith("hoodie."))
         if foreign:
             raise ValueError(f"{foreign} are not Hudi options (keys start with `hoodie.`)")
@@ -254,6 +283,9 @@ class TableConfig(_Frozen):
         names_problem = column_names_problem(self.columns)
         if names_problem:
             raise ValueError(f"`columns`: {names_problem}")
+        types = [f"{name}: {p}" for name, ddl in self.columns.items() if isinstance(ddl, str) and (p := type_problem(ddl))]
+        if types:
+            raise ValueError("`columns`: " + "; ".join(types))
         if self.columns:
             missing = [k for k in [*self.key, *self.partition_by] if k not in self.columns]
             if missing:
@@ -284,9 +316,11 @@ class Route(_Frozen):
     """Topic (exact name or regex) -> table name."""
 
     topic: str | None = None
+    """An exact topic name (give either `topic` or `pattern`)."""
     pattern: str | None = None
     """A regex matched against the whole topic name, e.g. `shop\\.inventory\\.orders_\\d+`."""
     table: str
+    """The name of the table (in `tables`) the topic feeds."""
 
     @model_validator(mode="after")
     def _one_of(self) -> Route:
@@ -310,10 +344,14 @@ class JobConfig(_Frozen):
     """The ingestion job as a whole."""
 
     name: str = "hudi-cdc"
+    """The job's name: its streaming query's and Spark application's, the `job` label of its metrics,
+    and the job recorded in its commit metadata and dead letters."""
     checkpoint_dir: str
-    """Structured Streaming checkpoint; one per job, so a rerun continues where it stopped."""
+    """Structured Streaming checkpoint; one per job, so a rerun continues where it stopped. Not inside
+    any table's `base_path`."""
     dead_letter_path: str
-    """Hudi-free Parquet folder for records that could not be decoded."""
+    """Parquet folder (not a Hudi table) of the records the job rejects, partitioned by table; not
+    inside any table's `base_path`."""
     trigger_interval: Duration = timedelta(seconds=30)
     """How often a continuous run starts a micro-batch, e.g. `30 seconds`, `5 minutes`."""
     dead_letter_retention: Duration | None = None
@@ -356,9 +394,13 @@ class Config(_Frozen):
     """The whole configuration file."""
 
     kafka: KafkaSource
+    """Where the Debezium topics are read from."""
     job: JobConfig
+    """The job's own folders, trigger, metastore and metrics."""
     tables: Annotated[list[TableConfig], Field(min_length=1)]
+    """The Hudi tables the job writes, each with its own settings."""
     routes: list[Route] = Field(default_factory=list)
+    """Which topics feed which table; at least one is needed (the first route that matches a topic wins)."""
     connector: ConnectorSection | None = None
     """The Debezium connector `hudi-cdc snapshot` deploys (the snapshot relay); None: not used."""
     schema_registry: SchemaRegistry | None = None
@@ -456,7 +498,7 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(path.read_text())
     except FileNotFoundError:
         raise ConfigError(str(path), ["file not found"]) from None
     except yaml.YAMLError as exc:

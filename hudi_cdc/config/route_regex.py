@@ -26,8 +26,8 @@ _PY_ONLY_FLAGS = {"a": "ASCII", "L": "LOCALE"}
 def problems(pattern: str) -> list[str]:
     """Every construct of `pattern` outside the Python/Java common subset (empty: the pattern is fine).
 
-    Also reports a pattern Python cannot compile. The subset is documented in the README
-    (configuration reference, `routes[].pattern`).
+    Also reports a pattern Python cannot compile. The subset is documented in
+    docs/configuration.md (route patterns).
     """
     try:
         with warnings.catch_warnings():

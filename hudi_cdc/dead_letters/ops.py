@@ -21,7 +21,9 @@ from hudi_cdc.avro.readable import AvroBodies, header_ref
 from hudi_cdc.avro.registry import SchemaRef
 from hudi_cdc.config.durations import parse_duration
 from hudi_cdc.dead_letters.store import read
+from hudi_cdc.events import kafka_position
 from hudi_cdc.kafka.headers import KAFKA_HEADERS
+from hudi_cdc.spark import fs
 
 log = logging.getLogger(__name__)
 
@@ -195,12 +197,8 @@ def purge(spark: SparkSession, path: str, *, older_than: timedelta, tables: tupl
         .collect()
     )
     if not dry_run:
-        from hudi_cdc.spark.session import hadoop_conf, jvm
-
-        gateway, conf = jvm(spark), hadoop_conf(spark)
         for f in files:
-            file_path = gateway.org.apache.hadoop.fs.Path(f["file"])
-            file_path.getFileSystem(conf).delete(file_path, False)
+            fs.delete(spark, f["file"])
         log.info("dead letters: purged %d records in %d files detected before %s", sum(f["records"] for f in files), len(files), cutoff.isoformat())
     return PurgeResult(cutoff=cutoff.isoformat(), files=len(files), records=sum(int(f["records"]) for f in files), dry_run=dry_run)
 
@@ -223,7 +221,7 @@ def _line(row: Row) -> dict[str, Any]:
 
 
 def _where(row: Row) -> str:
-    return f"{row['topic']}[{row['partition']}]@{row['offset']}"
+    return kafka_position(row["topic"], row["partition"], row["offset"])
 
 
 def _iso(epoch: float | None) -> str | None:

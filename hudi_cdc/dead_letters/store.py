@@ -14,6 +14,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_cdc.events import KAFKA_POSITION
 from hudi_cdc.kafka.headers import KAFKA_HEADERS, headers_column, with_headers
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def store(
 
 def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, message: str) -> DataFrame:
     """Every record of `raw` (Kafka source rows) as a reject with the same reason."""
-    where = F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset"))
+    where = F.format_string(KAFKA_POSITION, F.col("topic"), F.col("partition"), F.col("offset"))
     return raw.select(
         F.lit(table).cast("string").alias("table"),
         "topic",

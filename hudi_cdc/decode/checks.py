@@ -14,14 +14,14 @@ from functools import reduce
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DateType, DecimalType, TimestampType
+from pyspark.sql.types import BinaryType, DataType, DateType, DecimalType, TimestampType
 
 from hudi_cdc.avro.wire import WIRE_KEY, WIRE_VALUE
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.decode.debezium_types import MAX_PRECISION
 from hudi_cdc.decode.schema import BatchTypes
 from hudi_cdc.decode.values import Values
-from hudi_cdc.events import Op
+from hudi_cdc.events import KAFKA_POSITION, Op
 from hudi_cdc.kafka.headers import headers_column
 
 VALID_OPS = ", ".join(o.value for o in Op)
@@ -60,7 +60,7 @@ class Order:
     order: Column
     number: Column | None
     malformed: Column
-    """A position is given but unusable (spec §3: never replaced by a weaker one)."""
+    """A position is given but unusable (semantics §3: never replaced by a weaker one)."""
     missing_reason: str
 
 
@@ -100,6 +100,25 @@ def error_of(checks: list[Check], failed: Column) -> tuple[Column, Column]:
     for i, (_, _, text) in enumerate(checks):
         message = F.when(failed == i, text) if message is None else message.when(failed == i, text)
     return F.element_at(names, failed + 1), message if message is not None else F.lit(None).cast("string")
+
+
+JSON_NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+"""A JSON number's text, as Spark's JSON reader hands it to a map<string,string>."""
+
+
+def _bad_value_reason(name: str, dtype: DataType, types: BatchTypes, record: Record, raw_map: Column) -> Column:
+    """Why a present value of `name` does not convert: a JSON number where the record's schema says
+    bytes (a Connect Decimal), else the column type's own reason (`_bad_value_text`)."""
+    text = F.lit(_bad_value_text(name, dtype))
+    as_bytes = [i for i, p in enumerate(types.profiles) if name in p.columns and isinstance(p.columns[name].wire, BinaryType)]
+    if not as_bytes:
+        return text
+    number = record.profile.isin(*as_bytes) & raw_map[name].rlike(JSON_NUMBER)
+    return F.when(number, F.lit(
+        f"{name} ({dtype.simpleString()}): a JSON number where the record's schema says bytes; Kafka Connect's "
+        "JsonConverter sends a Decimal as the base64 text of its unscaled value (decimal.format=BASE64, "
+        "its default), and hudi_cdc does not read decimal.format=NUMERIC"
+    )).otherwise(text)  # fmt: skip
 
 
 def _bad_value_text(name: str, dtype: DataType) -> str:
@@ -159,7 +178,7 @@ def checks(
     )
     bad_values = _joined_texts(
         [
-            F.when(in_image(n) & values.image_only[n].isNull(), F.lit(_bad_value_text(n, dtype)))
+            F.when(in_image(n) & values.image_only[n].isNull(), _bad_value_reason(n, dtype, types, record, raw_map))
             for n, dtype in types.target.items()
         ],
         ", ",
@@ -215,7 +234,7 @@ def reject_columns(table: TableConfig, error_class: Column, error: Column, *, wi
         F.col(WIRE_VALUE).alias("value") if wire else "value",
         error_class.alias("error_class"),
         F.concat(
-            F.format_string("%s[%d]@%d", F.col("topic"), F.col("partition"), F.col("offset")),
+            F.format_string(KAFKA_POSITION, F.col("topic"), F.col("partition"), F.col("offset")),
             F.lit(f" table {table.name}: "),
             error,
             F.lit(". The record is kept in the dead-letter store; replay it once the cause is fixed."),

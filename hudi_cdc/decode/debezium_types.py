@@ -4,7 +4,7 @@ Each column is read from JSON with its *wire* type (what Kafka Connect's JSON co
 and then converted by a Spark expression to its table type. Nothing goes through floats or
 Python UDFs.
 
-Choices where Spark 3.5 or Hudi has no exact type (documented in the README):
+Choices where Spark 3.5 or Hudi has no exact type (documented in semantics §8):
 - int8 / int16 -> int (Hudi's Avro schema has no narrower integer: `storable`);
 - PostgreSQL's +/-infinity dates and timestamps -> 9999-12-31 23:59:59.999999 / 0001-01-01;
 - io.debezium.data.VariableScaleDecimal -> string holding the exact decimal (no fixed Spark
@@ -280,7 +280,7 @@ class WideDecimal(ColumnType):
         """How to convert it for a table that stores the column as `stored`.
 
         A table created while the source column had at most 38 digits holds decimal(p, scale):
-        the source's widening (spec §7) widens it to decimal(38, scale), the most Spark and Hudi
+        the source's widening (semantics §7) widens it to decimal(38, scale), the most Spark and Hudi
         hold, and a value beyond 38 digits is a bad value (the 38-digit conversion gives NULL).
         A decimal column cannot become text in place (Avro has no such promotion).
         """

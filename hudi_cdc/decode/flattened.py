@@ -92,7 +92,7 @@ def _header_text(headers: Column, name: str) -> Column:
 def _from_header(text: Column, dtype: DataType) -> Column:
     """A header's text as `dtype`. SimpleHeaderConverter writes a number as its decimal digits.
     Text that is not one reads as -1, a position decode refuses (BadOrder), so the record is
-    dead-lettered rather than ordered by a weaker field (spec §3: never a guessed order)."""
+    dead-lettered rather than ordered by a weaker field (semantics §3: never a guessed order)."""
     if dtype == StringType():
         return text
     number = F.when(text.rlike(r"^-?[0-9]{1,19}$"), text.cast(dtype))

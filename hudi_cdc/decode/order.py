@@ -92,12 +92,27 @@ def _lsn_tie_breakers(source: Column) -> tuple[Column, Column]:
     return committed, F.coalesce(source["txId"], zero)
 
 
+def binlog_given(source: Column) -> Column:
+    """Does `source` carry a binlog position? An empty file name with position 0 (or none) does not.
+
+    Producers that write Debezium's format without reading a binlog (Flink CDC's MySQL source,
+    Flink SQL's `debezium-json`, test streams) fill `"file": ""` and `"pos": 0`: that is the
+    absence of a position, ordered like any position-less event, never a malformed one.
+    """
+    return ~((F.coalesce(source["file"], F.lit("")) == "") & (F.coalesce(source["pos"], F.lit(0).cast("long")) == 0))
+
+
+def kafka_order() -> Column:
+    """ORDER by Kafka position alone (`ordering: kafka`). Twin of events.kafka_order."""
+    return F.concat(F.lit("k"), kafka_suffix())
+
+
 def source_order(op: Column, op_ts_ms: Column, source: Column) -> Column:
     """ORDER from the connector's position: binlog, else lsn, else ts_ms; NULL when none is known.
 
     A position that is present but malformed (a file name without a numeric suffix, a negative
     pos/row/lsn/ts_ms, an unparseable sequence) gives NULL, so the record is rejected rather
-    than applied with a guessed order (spec §3). Twin of events.binlog_order / lsn_order / ts_order.
+    than applied with a guessed order (semantics §3). Twin of events.binlog_order / lsn_order / ts_order.
     """
     rank = F.when(is_snapshot(op, source), F.lit(0)).otherwise(F.lit(1))
     # the binlog file's sequence number: the digits after the last dot of `mysql-bin.000003`
@@ -115,7 +130,7 @@ def source_order(op: Column, op_ts_ms: Column, source: Column) -> Column:
         F.format_string("l%020d%d%020d%020d", source["lsn"], rank, committed, tx_id),
     )
     position = (
-        F.when(source["file"].isNotNull() | source["pos"].isNotNull(), binlog)
+        F.when(binlog_given(source), binlog)
         .when(source["lsn"].isNotNull(), lsn)
         .when(ts_ms.isNotNull(), F.when(ts_ms >= 0, F.format_string("t%020d", ts_ms)))
     )
@@ -151,7 +166,7 @@ def source_text(op_ts_ms: Column, source: Column) -> Column:
     """_cdc_source: 'file:pos:row' for a binlog, the lsn for PostgreSQL, else the ts_ms."""
     return (
         F.when(
-            source["file"].isNotNull() & source["pos"].isNotNull(),
+            source["file"].isNotNull() & source["pos"].isNotNull() & binlog_given(source),
             F.format_string(
                 "%s:%d:%d", source["file"], source["pos"], F.coalesce(source["row"], F.lit(0).cast("long"))
             ),

@@ -8,7 +8,7 @@ aggregation here; never the records themselves); without it from the table's dec
 `columns` (see decode_schema).
 
 A record that cannot be used becomes a reject with its position and the reason; the rest of
-the batch goes on (spec §6). Only a broken configuration raises.
+the batch goes on (semantics §6). Only a broken configuration raises.
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ from hudi_cdc.decode.debezium_types import floor_div
 from hudi_cdc.decode.flattened import flattened_envelope
 from hudi_cdc.decode.order import (
     SOURCE_STRUCT,
+    binlog_given,
     column_order,
+    kafka_order,
     ordering_number,
     source_order,
     source_text,
@@ -46,7 +48,18 @@ from hudi_cdc.decode.order import (
 from hudi_cdc.decode.schema import DECLARED, BatchTypes, batch_types, distinct_schemas, held_decimals
 from hudi_cdc.decode.toast import toast_values
 from hudi_cdc.decode.values import Values, typed_values
-from hudi_cdc.events import KAFKA_OFFSET, KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, PRESENT, SOURCE, TS_MS, Op
+from hudi_cdc.events import (
+    KAFKA_OFFSET,
+    KAFKA_ORDERING,
+    KAFKA_PARTITION,
+    KAFKA_TOPIC,
+    OP,
+    ORDER,
+    PRESENT,
+    SOURCE,
+    TS_MS,
+    Op,
+)
 from hudi_cdc.kafka.headers import KAFKA_HEADERS
 from hudi_cdc.spark.lineage import checkpointed
 from hudi_cdc.spark.plan_cache import PlanCache, with_levels
@@ -169,7 +182,7 @@ def _top_level(table: TableConfig, types: BatchTypes) -> StructType:
     if table.mode == "patch":
         fields[table.patch_field] = StringType()
         fields.setdefault("ts_ms", LongType())
-    if table.ordering != "source" and table.ordering not in types.target:
+    if table.ordering not in ("source", KAFKA_ORDERING) and table.ordering not in types.target:
         fields[table.ordering] = LongType()
     return StructType([StructField(name, dtype) for name, dtype in fields.items()])
 
@@ -362,10 +375,15 @@ def _key_payload() -> Column:
 
 
 def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) -> Order:
+    if table.ordering == KAFKA_ORDERING:
+        # by Kafka position alone: right when each key lives in one partition (Debezium keys its records)
+        return Order(order=kafka_order(), number=None, malformed=F.lit(False), missing_reason="")
     if table.ordering == "source":
         p, source = table.flattened_prefix, F.col(f"{_ENV}.source")
         order = source_order(op, F.col(f"{_ENV}.ts_ms"), source)
-        given = [source["file"], source["pos"], source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
+        # an empty file name with position 0 is no position at all (`binlog_given`), not a malformed one
+        binlog = F.when(binlog_given(source), F.lit(True))
+        given = [binlog, source["lsn"], source["ts_ms"], F.col(f"{_ENV}.ts_ms")]
         return Order(
             order=order,
             number=None,
@@ -377,7 +395,8 @@ def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) ->
                 f"`flattened_header_prefix`, `{table.flattened_header_prefix}`), or set the table's `ordering` to a column"
                 if table.mode == "flattened"
                 else "no source position (source.file/pos, source.lsn, source.ts_ms or ts_ms); "
-                "set the table's `ordering` to a column"
+                "set the table's `ordering` to a column, or to `kafka` when each key's changes live in one "
+                "partition in event order (as a keyed Debezium topic has them)"
             ),
         )
     order, number = _ordering(table, types, values, op)

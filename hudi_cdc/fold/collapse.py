@@ -1,4 +1,4 @@
-"""Fold each key's events, in event order, onto its stored state (change-semantics §3).
+"""Fold each key's events, in event order, onto its stored state (semantics §3).
 
 The fold runs as Spark aggregations on the executors: the batch's events and the stored rows
 of the keys they touch are unioned as "writes", grouped by key, and every column takes the
@@ -71,7 +71,7 @@ def _final_ord(index: int) -> str:
 
 @dataclass(frozen=True)
 class Truncation:
-    """The newest applied truncate of the batch: a delete at `order` of every key (spec §3)."""
+    """The newest applied truncate of the batch: a delete at `order` of every key (semantics §3)."""
 
     order: str
     ts_ms: int | None
@@ -296,7 +296,7 @@ def fold(
         soft_deletes: whether the table keeps deleted rows with `_cdc_deleted = true`.
         truncation: the newest applied truncate of the batch, if any (`stored` then holds every row).
         remembered: the table's newest truncate of earlier batches: events older than it are late
-            for every key, including keys the table has never seen (spec §3).
+            for every key, including keys the table has never seen (semantics §3).
         sticky: columns a delete does not clear (the partition columns).
         carried: columns of `stored` each key's folded row keeps as they are (NULL for a key with
             no stored row), such as the stored row's location in the table (`hudi.prepped`).
@@ -322,7 +322,7 @@ def fold(
 
 
 def _outcomes(events: DataFrame, rows: DataFrame, columns: list[str], key: list[str], floor: str) -> DataFrame:
-    """Judge every event: duplicate, late, deleted, collapsed or applied (spec §3, §6).
+    """Judge every event: duplicate, late, deleted, collapsed or applied (semantics §3, §6).
 
     The state before the batch (`__stored_*`) and after it (`__final_*`) both come from the
     folded rows: every event's key has exactly one.

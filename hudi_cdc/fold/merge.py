@@ -1,4 +1,4 @@
-"""Folded key states -> the rows to upsert into Hudi, with the `_cdc_*` columns of spec §5.
+"""Folded key states -> the rows to upsert into Hudi, with the `_cdc_*` columns of semantics §5.
 
 The fold (collapse.py) already produced each touched key's final, complete row, so Hudi only
 has to keep the latest write of a key: the table uses COMMIT_TIME_ORDERING and every reader

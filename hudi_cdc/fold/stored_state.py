@@ -2,7 +2,7 @@
 
 The fold (collapse.py) unions a batch's events with the stored rows of the keys they touch.
 Both sides must have the same columns and types: the table's columns after the schema check
-(new columns added, widenings applied), then the `_cdc_*` state columns of spec §5.
+(new columns added, widenings applied), then the `_cdc_*` state columns of semantics §5.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
   outcomes and writes), it counts those in the same job.
 
 Each job costs a scheduling round trip and a scan of cached rows; a batch used to run one per
-count (issue 10).
+count (docs/performance-journal.md, the first `make bench` run).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A table's configuration becomes these options in `hudi/table_options.py`.
 
-Why these values (see README "Why a fold, not a Hudi payload"): the fold already produced each
+Why these values (docs/architecture.md, "Why a fold in Spark, not a Hudi payload"): the fold already produced each
 key's complete final row, so the table keeps the latest commit's row (COMMIT_TIME_ORDERING) and
 needs no pre-combining. Readers that merge log files themselves (Trino, hudi-rs) then agree.
 """
@@ -50,7 +50,7 @@ CLEAN_MAX_COMMITS_DEFAULT = "10"
 """Commits between two cleans (Hudi's default: 1, a clean after every commit). A clean costs a
 plan, its execution and a metadata-table commit of its own, about the same whatever it deletes:
 warm batches into 5 tables cost 0.79x the CPU once cleaning ran every 10 commits instead of
-every commit (BENCHMARKS.md, twelfth round). Trade-off: the file versions of up to 20 commits
+every commit (docs/performance-journal.md, round 12). Trade-off: the file versions of up to 20 commits
 stay on disk instead of 10. A table's `hoodie_options` may set it back to 1."""
 RENAMED_KEYS = {"hoodie.clean.max.commits": CLEAN_MAX_COMMITS}
 """Keys hudi_cdc sets, by the older names Hudi still accepts (with a deprecation warning). Hudi
@@ -74,8 +74,8 @@ MERGER_CLASSES = ("hoodie.write.record.merge.custom.implementation.classes", "ho
 """Hudi's record mergers (the current name and the older one Hudi still reads). Hudi's Avro
 merger is what the fold's rows are written with; Spark's own (`OverwriteWithLatestSparkRecordMerger`)
 fails every prepped upsert of Hudi 1.2.0 (ArrayIndexOutOfBoundsException in its merge handle),
-needs Parquet log blocks on merge-on-read tables, and saved no CPU (BENCHMARKS.md, twenty-first
-round), so a table may not choose one."""
+needs Parquet log blocks on merge-on-read tables, and saved no CPU (docs/performance-journal.md,
+round 21), so a table may not choose one."""
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_INTERVAL_MS_DEFAULT = 60_000
 HEARTBEAT_TOLERABLE_MISSES = "hoodie.client.heartbeat.tolerable.misses"

@@ -4,8 +4,8 @@ The fold already read the stored row of every key it writes (`stored_state.touch
 Hudi's meta columns of that row name its file group and last commit. Handed to the writer in
 front of the rows, with the switch Hudi's own MERGE INTO uses (`options.MERGE_INTO_PREPPED`), they are
 the rows' locations: Hudi's index is a pass-through, and the lookup it replaces (for the simple
-index, a read of every key of the table) is not run: it pays on larger tables (BENCHMARKS.md,
-fifteenth round). A row of a new key carries no location and is inserted. Hudi's key
+index, a read of every key of the table) is not run: it pays on larger tables (docs/performance-journal.md,
+round 15). A row of a new key carries no location and is inserted. Hudi's key
 generator still makes every record key, so keys are what a plain upsert would make.
 
 Only where a read location stays right: tables without partition columns (a global index also

@@ -25,7 +25,6 @@ file retention are unchanged (cleaner keeps 10 commits).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol
 
@@ -65,17 +64,6 @@ class ActiveCommits(Protocol):
 
     def count_since(self, instant: str) -> int:
         """How many completed commits are at or after `instant`."""
-
-
-@dataclass(frozen=True)
-class InstantList:
-    """ActiveCommits held as a list of instant times, oldest first."""
-
-    instants: tuple[str, ...]
-    oldest_uncompacted: str | None
-
-    def count_since(self, instant: str) -> int:
-        return sum(1 for t in self.instants if t >= instant)
 
 
 class _JvmTimeline:

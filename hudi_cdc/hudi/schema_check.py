@@ -1,4 +1,4 @@
-"""Incoming columns vs the stored table -> SchemaDiff; the table policy decides (spec §7).
+"""Incoming columns vs the stored table -> SchemaDiff; the table policy decides (semantics §7).
 
 Every mismatch is listed, then one error is raised, so a person sees the whole problem at once.
 """
@@ -128,7 +128,7 @@ _UNTIL_COMPACTED = (
     " files hold both types: Spark reads them, readers built on hudi-rs refuse them"
 )
 """Why a MOR widening is worth a word: hudi-rs 0.5.0 refuses a file slice whose older log block
-holds the narrower type (README, known limits)."""
+holds the narrower type (docs/limits.md)."""
 
 
 def check(

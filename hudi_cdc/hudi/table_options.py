@@ -79,7 +79,7 @@ def trailing_columns(table: TableConfig) -> tuple[str, ...]:
 def index_options(table: TableConfig) -> dict[str, str]:
     """The index Hudi tags a batch's rows with (`TableConfig.index`).
 
-    A key lives in one place: a global index moves a row whose partition column changed (spec §4).
+    A key lives in one place: a global index moves a row whose partition column changed (semantics §4).
     """
     if table.index == "record_level":
         # global by construction; without the metadata-table switch the index type alone is refused

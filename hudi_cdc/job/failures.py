@@ -63,7 +63,7 @@ TABLE_PACKAGES = (
 """Hudi code that maintains the table (metadata table, table services, archival). A root cause
 thrown there, seen from its innermost Hudi frame, is the table's: e.g. Hudi 1.2.0's
 ArrayIndexOutOfBoundsException in HoodieMetadataPayload when the metadata table compacts in
-the middle of a commit (BENCHMARKS.md, ninth round)."""
+the middle of a commit (docs/performance-journal.md, round 9)."""
 
 TABLE_CONFIG_CHECK = "org.apache.hudi.HoodieWriterUtils"
 """Where Hudi compares a write's options with the table's `hoodie.properties` and refuses a

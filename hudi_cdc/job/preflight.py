@@ -7,7 +7,7 @@ import logging
 from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import INDEX_KEY
-from hudi_cdc.config import locations, route_regex
+from hudi_cdc.config import route_regex
 from hudi_cdc.config.models import Config, check_base_paths
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi import relayout
@@ -16,6 +16,8 @@ from hudi_cdc.hudi.table import created_with, table_exists, table_version
 from hudi_cdc.hudi.table_options import BUCKET_LAYOUT, index_layout
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.kafka import check as kafka_check
+from hudi_cdc.spark import fs
+from hudi_cdc.spark.session import jvm
 
 log = logging.getLogger(__name__)
 
@@ -35,13 +37,11 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
        (`hudi.relayout.unfinished`; each batch checks it again before creating a table).
     7. Kafka answers within `kafka.connect_timeout`.
     """
-    from hudi_cdc.spark.session import hadoop_conf, jvm
-
     patterns = [r.pattern for r in config.routes if r.pattern is not None]
     problems = route_regex.jvm_problems(jvm(spark), patterns)
     if problems:
         raise ConfigError(source, [f"routes: {p}" for p in problems])
-    check_base_paths(config, locations.HadoopFiles(jvm(spark), hadoop_conf(spark)), source=source, local_only=False)
+    check_base_paths(config, fs.HadoopFiles(spark), source=source, local_only=False)
     for table in config.tables:
         recover_table_config(spark, table.base_path)
     problems = version_problems(spark, config) + shape_problems(spark, config) + index_problems(spark, config)

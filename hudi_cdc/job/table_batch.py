@@ -30,7 +30,7 @@ from hudi_cdc.commit.progress import Mark, Progress, counts_of
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
 from hudi_cdc.decode.records import ENVELOPE_COLUMNS, DecodeResult, decode
-from hudi_cdc.errors import RelayoutError, SchemaChangeError
+from hudi_cdc.errors import KeyColumnsMissing, RelayoutError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.fold.collapse import FoldResult, Truncation, fold
 from hudi_cdc.fold.merge import DELETE, NEW_KEY, UNLOCATED, UPSERT, key_state, rows_to_write, write_kind
@@ -81,6 +81,7 @@ def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, 
             # rejected or skipped, and the fold has no column to fold
             _count_unapplied(decoded, tally(decoded, watermark=previous.watermark_ts_ms), metrics, ctx)
             return metrics
+        _require_key_columns(schema, table, received)
         folded = _fold_and_count(decoded, stored, schema, committed, previous, table, metrics)
         _count_unapplied(decoded, folded.counted, metrics, ctx)
         if folded.counted.events == 0:
@@ -104,6 +105,18 @@ def _stored_state(spark: SparkSession, table: TableConfig) -> tuple[DataFrame | 
         raise RelayoutError(problem)
     committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
     return stored, committed
+
+
+def _require_key_columns(schema: StructType, table: TableConfig, received: TableRecords) -> None:
+    """Stop the table, before any Spark job, when its key names a column none of its records carry.
+
+    Caught here rather than by Spark's analysis of the fold: that error would read as a failure of
+    some records, and failure isolation would split the batch to find records that are not at fault.
+    """
+    carried = schema.fieldNames()
+    missing = [k for k in table.key if k not in carried]
+    if missing:
+        raise KeyColumnsMissing(table.name, missing=missing, carried=carried, positions=received.kafka.describe())
 
 
 @dataclass(frozen=True)
@@ -295,7 +308,7 @@ def _schema_change(
 
 
 def _as_json(records: DataFrame, table: TableConfig, ctx: BatchContext) -> DataFrame:
-    """The table's records with Avro values/keys rewritten as the JSON path reads them (issue 13)."""
+    """The table's records with Avro values/keys rewritten as the JSON path reads them."""
     registry = ctx.config.schema_registry
     if not uses_avro(table) or registry is None:  # config validation requires a registry for Avro tables
         return records

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from hudi_cdc.config.models import Config
 from hudi_cdc.errors import ConnectError
+from hudi_cdc.events import DELETED
 from hudi_cdc.hudi import timeline
 from hudi_cdc.hudi.table import read_table, table_exists
 from hudi_cdc.relay import ledger as L
@@ -87,8 +88,8 @@ def landed_rows(spark: SparkSession, base_path: str) -> int | None:
     df = read_table(spark, base_path)
     if df is None:
         return None
-    if "_cdc_deleted" in df.columns:
-        df = df.where(~F.coalesce(F.col("_cdc_deleted"), F.lit(False)))
+    if DELETED in df.columns:
+        df = df.where(~F.coalesce(F.col(DELETED), F.lit(False)))
     return int(df.count())
 
 

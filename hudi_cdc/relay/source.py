@@ -44,7 +44,7 @@ def current_position(config: Mapping[str, str]) -> BinlogPosition:
 
     Read just before a snapshot connector is deployed: Debezium reads its own snapshot position
     a moment later, so this one is at or before it, and streaming from it replays the changes
-    in between, which the snapshot rows' order makes harmless (change-semantics §2).
+    in between, which the snapshot rows' order makes harmless (semantics §2).
     """
     with _cursor(config) as cursor:
         cursor.execute("SHOW MASTER STATUS")

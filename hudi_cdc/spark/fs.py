@@ -12,6 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from hudi_cdc.config.locations import PathKind
 from hudi_cdc.spark.session import hadoop_conf, jvm
 
 
@@ -108,3 +109,19 @@ def delete(spark: SparkSession, path: str) -> bool:
     """Delete a file or a folder with everything under it; False when there was nothing."""
     fs, target = open_fs(spark, path)
     return bool(fs.exists(target) and fs.delete(target, True))
+
+
+class HadoopFiles:
+    """Any file system Hadoop knows (s3a://, hdfs://, ...) as `config.locations.FileSystemView`."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+
+    def kind(self, path: str) -> PathKind:
+        fs, target = open_fs(self._spark, path)
+        if not fs.exists(target):
+            return "missing"
+        return "dir" if fs.getFileStatus(target).isDirectory() else "file"
+
+    def names(self, path: str) -> list[str]:
+        return names(self._spark, path)

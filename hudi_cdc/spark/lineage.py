@@ -5,7 +5,7 @@ the whole logical plan below it, on the driver. A batch's decode is one wide pro
 hundreds of expressions and the fold builds on it, so each later step re-planned all of it.
 A checkpointed result is a one-node plan over blocks the executors already hold: what follows
 plans against that. Measured on warm batches of 1k changes into a 10k-row table: 0.64x the CPU
-and 10.7 -> 5.9 s of wall time per batch (BENCHMARKS.md, "Item 3, third round").
+and 10.7 -> 5.9 s of wall time per batch (docs/performance-journal.md, round 3).
 
 The checkpoint is lazy: the first Spark job that reads it computes it and keeps its blocks, and
 later jobs read the blocks. An eager one would compute it in a job of its own, which costs a

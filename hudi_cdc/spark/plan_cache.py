@@ -3,7 +3,7 @@
 Why: building a batch's expressions is thousands of py4j round trips on the driver (every
 `F.col`, `F.when`, `F.from_json` is one or more), and they depend only on the table's config
 and the batch's schemas, which rarely change between batches. Measured on the decode of a
-Debezium table: about 2,700 py4j calls per table and batch (BENCHMARKS.md, sixth round).
+Debezium table: about 2,700 py4j calls per table and batch (docs/performance-journal.md, round 6).
 
 A Column is an unresolved expression, by name, in Spark's JVM: it holds no reference to a
 DataFrame, so one Column can be used in the plans of many batches. It does belong to one JVM,

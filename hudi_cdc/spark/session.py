@@ -46,7 +46,7 @@ CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
 CODEGEN_CACHE_DEFAULT = "2000"
 """Spark's cache of generated classes holds 100 by default. One table's batch (decode, fold,
 counts, write) uses about 115, so with the default every batch compiled about 65 classes again
-and the JIT compiled them to machine code again (BENCHMARKS.md, fifth round). 2000 leaves room
+and the JIT compiled them to machine code again (docs/performance-journal.md, round 5). 2000 leaves room
 for a job of 15 tables. A static setting: it takes effect only when the session is created,
 and a value from spark-submit (`--conf`) or `extra_conf` wins."""
 
@@ -56,7 +56,7 @@ LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 A micro-batch job wants CPU for its batches, not short pauses: warm batches into 5 tables cost
 0.85x the JVM CPU of G1 (less collection, and less C2 compiling), and the freshness bench's p95
-fell from 35 s to 31-34 s (BENCHMARKS.md, eleventh round). Only where the session starts the JVM
+fell from 35 s to 31-34 s (docs/performance-journal.md, round 11). Only where the session starts the JVM
 itself (local runs: `hudi-cdc run`, the demo, the tests); under spark-submit the submit command
 decides. A local `extra_conf` value that picks no collector of its own keeps this one
 (`local_java_options`)."""

@@ -2,9 +2,9 @@
 
 Each is started by the same devkit.services module the demo uses, on free ports, with its
 files under build/run/<service>/ (build/run/<xdist worker>/<service>/ under `make test`). The
-services of tests.conftest.SERVICE_GROUPS stop after the last test that uses them. When an
-integration test fails, the tails of the service logs written during this session are attached
-to its report.
+services of SERVICE_GROUPS (tests/support/service_groups.py) stop after the last test that uses
+them. When an integration test fails, the tails of the service logs written during this session
+are attached to its report.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from devkit.services.process import LocalService, log_tail
 from devkit.services.registry import LocalRegistry
 from devkit.services.s3 import LocalS3
 from devkit.services.trino import LocalTrino
-from tests.conftest import SERVICE_GROUPS
+from tests.support.service_groups import SERVICE_GROUPS
 
 SERVICE_FIXTURES = tuple(name for names in SERVICE_GROUPS.values() for name in names)
 
@@ -39,7 +39,7 @@ S = TypeVar("S", bound=LocalService)
 _LOG_TAIL_LINES = 60
 _session_began = time.time()
 _stoppable: dict[str, LocalService] = {}
-"""Running session services of tests.conftest.SERVICE_GROUPS, by fixture name."""
+"""Running session services of SERVICE_GROUPS, by fixture name."""
 _last_users: dict[str, list[str]] | None = None
 """Test id -> the grouped services no later test uses."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 end to end: one logical-event corpus through a real Kafka, a real registry and the
+"""Avro end to end: one logical-event corpus through a real Kafka, a real registry and the
 real job into Hudi, once as JSON and once as Avro: the two tables are identical.
 
 Also: a registry that stays down longer than the retry budget stops the job before it commits
@@ -21,9 +21,9 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.process import free_port
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.job import replay
-from tests.integration.harness import Job
-from tests.integration.test_avro_decode import _id_in_headers, corpus
-from tests.unit.avro.test_registry import NATIVE, FakeRegistry, _Handler
+from tests.support.avro_corpus import corpus, id_in_headers
+from tests.support.harness import Job
+from tests.support.registry_fakes import NATIVE, FakeRegistry, RegistryHandler
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ def test_dead_lettered_records_with_ids_in_headers_land_when_replayed(
     as_json = _landed_as_json(spark, kafka, tmp_path)
 
     # Apicurio's v2 API at first answers from a registry that knows none of the ids
-    empty = FakeRegistry(("127.0.0.1", 0), _Handler)
+    empty = FakeRegistry(("127.0.0.1", 0), RegistryHandler)
     threading.Thread(target=empty.serve_forever, daemon=True).start()
     job = Job(
         spark, kafka, tmp_path / "avro", [{"name": "t", "key": ["id"], "format": "avro"}],
@@ -78,7 +78,7 @@ def test_dead_lettered_records_with_ids_in_headers_land_when_replayed(
     kafka.create_topics([topic])
     producer = Producer(kafka.client_config())
     for record in corpus(f"srv{job.suffix}"):
-        key, value, ids = _id_in_headers(to_avro(record, topic=topic, register=registry.register))
+        key, value, ids = id_in_headers(to_avro(record, topic=topic, register=registry.register))
         headers: list[tuple[str, str | bytes | None]] = list(ids)
         producer.produce(topic, key=key, value=value, headers=headers)
     assert producer.flush(60) == 0

@@ -1,6 +1,6 @@
 """Hudi's cleaner at the project's defaults (`hudi/options.py`): it keeps the file versions of the
 last 10 commits, and runs once every 10 commits rather than after each one (twelfth round of
-issue 10: a clean costs about the same whatever it deletes)."""
+docs/performance-journal.md: a clean costs about the same whatever it deletes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11: committed counts that stay exact across a crash, and the freshness watermark.
+"""Committed counts that stay exact across a crash, and the freshness watermark.
 
 The crash is the one that matters for counts: Hudi has committed a batch, and the job dies
 before Spark records the batch as done (its `commits/<batch>` file is missing), so Spark
@@ -24,7 +24,7 @@ from hudi_cdc.hudi import hive_sync
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.timeline import summary
 from hudi_cdc.spark.session import jvm
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

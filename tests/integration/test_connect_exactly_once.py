@@ -20,8 +20,8 @@ from devkit.services.connect import LocalConnect
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from hudi_cdc.hudi.table import table_exists
-from tests.integration.harness import Job, wait_for
-from tests.integration.test_mariadb_to_hudi import captured_mariadb
+from tests.support.databases import captured_mariadb
+from tests.support.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -1,10 +1,10 @@
-"""Issue 9: documented Debezium events, with and without the schema envelope, under any batch cut.
+"""Documented Debezium events, with and without the schema envelope, under any batch cut.
 
 Each file in tests/corpus/ holds one source table's records in Kafka order, as Debezium's
 JsonConverter writes them (the value schema once, each record's key and payload), and the rows
 the table must hold afterwards, worked out by hand from the change semantics. Every corpus is
 fed twice: with the schema envelope (`schemas.enable=true`) and without it (the table declares
-its columns by the connector's Connect schema, as the README tells users to). The records are
+its columns by the connector's Connect schema, as docs/configuration.md tells users to). The records are
 cut into batches three ways: one batch, every record alone (so each tombstone, each delete and
 the truncate stand alone), and random cuts. The job must never fail, nothing may be
 dead-lettered, the counts must add up, and every table must equal the expected rows, read by
@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import KafkaRecord
 from devkit.services.kafka import LocalKafka
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ from devkit.debezium import DebeziumTable
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.commit.metrics import BatchMetrics
 from hudi_cdc.errors import KafkaDataLossError
-from tests.integration.harness import Job
-from tests.integration.test_bad_records import COLUMNS, _row
+from tests.support.accounts import COLUMNS, account
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 
@@ -62,12 +62,12 @@ def test_records_deleted_by_kafka_or_a_removed_route_stop_the_job_clearly_and_a_
         for name in ("kept", "other")
     }
     for name, src in sources.items():
-        job.produce(name, [src.change("c", after=_row(i, "first", "1.00"), pos=100 + i) for i in range(3)])
+        job.produce(name, [src.change("c", after=account(i, "first", "1.00"), pos=100 + i) for i in range(3)])
     job.run()
 
     # retention deletes records 3 and 4 of `kept` before the job reads them
     for name, src in sources.items():
-        job.produce(name, [src.change("u", after=_row(i, "second", "1.00"), pos=200 + i) for i in range(3)])
+        job.produce(name, [src.change("u", after=account(i, "second", "1.00"), pos=200 + i) for i in range(3)])
     _delete_before(kafka, job.topic("kept"), 5)
     with pytest.raises(KafkaDataLossError) as stopped:
         job.run()
@@ -84,7 +84,7 @@ def test_records_deleted_by_kafka_or_a_removed_route_stop_the_job_clearly_and_a_
     job.run()
 
     # a lenient run whose whole batch is gone: nothing to read, everything counted
-    job.produce("kept", [sources["kept"].change("u", after=_row(i, "third", "1.00"), pos=400 + i) for i in range(3)])
+    job.produce("kept", [sources["kept"].change("u", after=account(i, "third", "1.00"), pos=400 + i) for i in range(3)])
     _delete_before(kafka, job.topic("kept"), 9)
     lenient = job.run(kafka={"fail_on_data_loss": False})
     assert (_lost(lenient, "kept"), sum(t.read for b in lenient for t in b.tables)) == (3, 0)
@@ -93,21 +93,21 @@ def test_records_deleted_by_kafka_or_a_removed_route_stop_the_job_clearly_and_a_
     # the topic deleted and created again with 2 records: its offsets went back from 9 to 2, Spark
     # skips to 2 and never reads those 2; the lenient run counts them
     _recreate(kafka, job.topic("kept"))
-    job.produce("kept", [sources["kept"].change("u", after=_row(i, "fifth", "1.00"), pos=500 + i) for i in range(2)])
+    job.produce("kept", [sources["kept"].change("u", after=account(i, "fifth", "1.00"), pos=500 + i) for i in range(2)])
     with pytest.raises(KafkaDataLossError, match="went back from 9 to 2"):
         job.run()
     lenient = job.run(kafka={"fail_on_data_loss": False})
     assert (_lost(lenient, "kept"), sum(t.read for b in lenient for t in b.tables)) == (2, 0)
-    job.produce("kept", [sources["kept"].change("u", after=_row(0, "sixth", "1.00"), pos=600)])
+    job.produce("kept", [sources["kept"].change("u", after=account(0, "sixth", "1.00"), pos=600)])
     job.run()  # read from offset 2 on, as Spark left it
     assert _names(job, "kept") == [(0, "sixth"), (1, "first"), (2, "second")]
 
     # a route removed: Spark takes the topic that left the subscription for a deleted one
     job.tables[:] = [t for t in job.tables if t["name"] == "other"]
-    job.produce("other", [sources["other"].change("u", after=_row(0, "third", "1.00"), pos=300)])
+    job.produce("other", [sources["other"].change("u", after=account(0, "third", "1.00"), pos=300)])
     with pytest.raises(KafkaDataLossError, match=rf"{job.topic('kept')}-0: in the checkpoint, but no longer read"):
         job.run()
     assert _lost(job.run(kafka={"fail_on_data_loss": False}), "kept") == 0  # left the job: not lost
-    job.produce("other", [sources["other"].change("u", after=_row(1, "fourth", "1.00"), pos=301)])
+    job.produce("other", [sources["other"].change("u", after=account(1, "fourth", "1.00"), pos=301)])
     job.run()
     assert _names(job, "other") == [(0, "third"), (1, "fourth"), (2, "second")]

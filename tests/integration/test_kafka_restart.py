@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.errors import KafkaUnreachableError
-from tests.integration.harness import Job, continuous
+from tests.support.harness import Job, continuous
 
 pytestmark = pytest.mark.integration
 

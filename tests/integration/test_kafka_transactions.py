@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Issue 11: the job killed with SIGKILL at random points loses, duplicates and miscounts nothing.
+"""The job killed with SIGKILL at random points loses, duplicates and miscounts nothing.
 
 A stream of creates, updates, deletes and tombstones for a copy-on-write and a merge-on-read
 table (inline compaction every two delta commits, updates in log files) is in Kafka. The job runs as users run it
@@ -29,8 +29,8 @@ from pyspark.sql import SparkSession
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.hudi.status import table_status
-from tests.integration.harness import Job
-from tests.reference_model import Event, ReferenceTable
+from tests.support.harness import Job
+from tests.support.reference_model import Event, ReferenceTable
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Issue 13 on real components: MariaDB -> Debezium with Apicurio's Avro converter -> registry +
+"""Avro on real components: MariaDB -> Debezium with Apicurio's Avro converter -> registry +
 Kafka -> hudi_cdc -> Hudi, row for row, including a column added by DDL mid-stream."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.hudi.table import table_exists
-from tests.integration.harness import Job, wait_for
-from tests.integration.test_mariadb_to_hudi import captured_mariadb, equal_to_mariadb
+from tests.support.databases import captured_mariadb, equal_to_mariadb
+from tests.support.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -7,10 +7,7 @@ DATETIME(6), TIMESTAMP, ENUM, JSON, TINYINT and SMALLINT columns.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import random
-from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,11 +15,12 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from devkit.services.connect import LocalConnect, flattening_config, mariadb_connector_config
+from devkit.services.connect import LocalConnect, flattening_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.mariadb import LocalMariaDB
 from hudi_cdc.hudi.table import table_exists
-from tests.integration.harness import Job, wait_for
+from tests.support.databases import captured_mariadb, equal_to_mariadb
+from tests.support.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -38,51 +36,6 @@ DDL = """CREATE TABLE {t} (
   qty SMALLINT
 )"""
 COLUMNS = ["id", "name", "balance", "born", "seen", "tier", "flag", "qty"]
-
-
-@contextlib.contextmanager
-def captured_mariadb(
-    mariadb: LocalMariaDB,
-    connect: LocalConnect,
-    kafka: LocalKafka,
-    job: Job,
-    ddl: str,
-    insert: str,
-    connector_options: Mapping[str, str] | None = None,
-) -> Iterator[str]:
-    """Create `<database>.<table>` (the job's first table) with `ddl` and `insert` (a `{t}`
-    placeholder each), stream it through its own Debezium connector into the job, and yield its
-    qualified name; the connector and the database are removed at the end."""
-    table = job.tables[0]["name"]
-    database, prefix = f"db_{job.suffix}", f"cdc_{job.suffix}"
-    qualified = f"{database}.{table}"
-    mariadb.execute(f"CREATE DATABASE {database}")
-    mariadb.execute(ddl.format(t=qualified))
-    mariadb.execute(insert.format(t=qualified))
-    config = mariadb_connector_config(
-        hostname=mariadb.host, port=mariadb.port, user=mariadb.debezium_user, password=mariadb.debezium_password,
-        server_id=random.randint(10_000, 2**31 - 1), topic_prefix=prefix, database=database, tables=[table],
-        bootstrap_servers=kafka.bootstrap_servers, extra=connector_options,
-    )  # fmt: skip
-    job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
-    connector = f"mariadb-{job.suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        yield qualified
-    finally:
-        connect.delete_connector(connector)
-        mariadb.execute(f"DROP DATABASE {database}")
-
-
-def equal_to_mariadb(job: Job, mariadb: LocalMariaDB, qualified: str, columns: list[str]) -> bool:
-    """Run the job once (no record may be dead-lettered): does its table hold MariaDB's rows?"""
-    job.run()
-    assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0, job.dead_letters()
-    table = job.tables[0]["name"]
-    stored = job.rows_spark(table) if table_exists(job.spark, job.path(table)) else []
-    expected = mariadb.execute(f"SELECT {', '.join(columns)} FROM {qualified}")
-    return {r["id"]: tuple(r[c] for c in columns) for r in stored} == {r[0]: tuple(r) for r in expected}
 
 
 def test_mariadb_changes_land_row_for_row(
@@ -147,7 +100,7 @@ KINDS = ["id", "dur", "short_dur", "b1", "b10", "tags", "yr", "u", "ub", "us", "
 
 
 def _as_stored(column: str, value: Any) -> Any:
-    """MariaDB's value of a KINDS column as the table must hold it (README: types)."""
+    """MariaDB's value of a KINDS column as the table must hold it (docs/semantics.md: types)."""
     if value is None:
         return None
     if column in ("dur", "short_dur"):  # a duration: '[-]HH:MM:SS.ffffff', hours beyond 23

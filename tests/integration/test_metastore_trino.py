@@ -1,4 +1,4 @@
-"""Issue 4: tables synced to a real Hive Metastore and queried with Trino while ingestion runs.
+"""Tables synced to a real Hive Metastore and queried with Trino while ingestion runs.
 
 What Trino 476 (its Hudi connector bundles Hudi 1.0.2) does with tables Hudi 1.2.0 writes
 (table version 9), checked by the tests below:
@@ -47,7 +47,7 @@ from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.table import latest_commit, table_exists
 from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.hudi.writer import keep_history_listable
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

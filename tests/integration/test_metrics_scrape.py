@@ -1,4 +1,4 @@
-"""Issue 11: Prometheus metrics scraped over HTTP from a running job (`hudi-cdc run`, its own process)."""
+"""Prometheus metrics scraped over HTTP from a running job (`hudi-cdc run`, its own process)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
-from tests.integration.harness import Job, continuous
+from tests.support.harness import Job, continuous
 
 pytestmark = pytest.mark.integration
 

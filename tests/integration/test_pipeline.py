@@ -1,4 +1,4 @@
-"""Issue 2 end to end: Debezium records through a real Kafka and the real job into Hudi tables."""
+"""End to end: Debezium records through a real Kafka and the real job into Hudi tables."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.spark.session import jvm
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +92,7 @@ def test_rerun_from_scratch_and_replayed_batch_give_identical_tables(
     shutil.rmtree(tmp_path / "first" / "cp" / "state", ignore_errors=True)
     (replayed,) = first.run()
     # the table's commit already holds this batch: nothing is written again, and the counts
-    # reported are the committed ones (issue 11), not "duplicate"
+    # reported are the committed ones (the counts kept in commit metadata), not "duplicate"
     (table,) = replayed.tables
     assert table.replayed and table.upserted_rows == 0 and table.commit_time is None
     assert (table.read, table.applied, table.deleted) == (second.tables[0].read, 3, 1)
@@ -109,7 +109,7 @@ def test_the_local_session_runs_the_throughput_garbage_collector(spark: SparkSes
 def test_a_warm_batch_reuses_sparks_generated_code(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> None:
     """A batch shaped like the one before compiles almost no generated class again: Spark's codegen
     cache holds a whole batch's classes (spark_session.CODEGEN_CACHE_DEFAULT). With Spark's default
-    of 100, every such batch compiled about 65 again (BENCHMARKS.md, fifth round)."""
+    of 100, every such batch compiled about 65 again (docs/performance-journal.md, round 5)."""
     job = Job(spark, kafka, tmp_path, [{"name": "t", "key": ["id"]}])
     src = _table("t", job)
     compilations = jvm(spark).org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()

@@ -21,8 +21,8 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.postgres import LocalPostgres
 from devkit.services.registry import LocalRegistry
 from hudi_cdc.hudi.table import table_exists
-from tests.integration.harness import Job, wait_for
-from tests.integration.test_postgres_to_hudi import captured
+from tests.support.databases import captured_postgres
+from tests.support.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +76,7 @@ def test_postgres_avro_and_json_land_the_same_rows(
         schema_registry={"url": registry.ccompat_url},
     )  # fmt: skip
     ddl = [KINDS_DDL, *TOASTED, INSERT.replace("{body}", BODY)]
-    with captured(postgres, connect, as_json, ddl, []) as source:
+    with captured_postgres(postgres, connect, as_json, ddl, []) as source:
         qualified = source.qualified
         prefix = f"pga_{as_avro.suffix}"
         as_avro.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]

@@ -11,12 +11,9 @@ PostgreSQL's `infinity` and `-infinity` and dates and timestamps before 1582 and
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,15 +22,15 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from devkit.services.connect import LocalConnect, flattening_config, postgres_connector_config
+from devkit.services.connect import LocalConnect, flattening_config
 from devkit.services.kafka import LocalKafka
 from devkit.services.postgres import LocalPostgres
 from hudi_cdc.decode.toast import toast_values
 from hudi_cdc.events import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.hudi.table import table_exists
 from tests.integration.conftest import ReadTopic
-from tests.integration.harness import Job, wait_for
+from tests.support.databases import captured_postgres
+from tests.support.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -95,71 +92,6 @@ def _rows(rows: list[dict[str, Any]], columns: list[str] = COLUMNS) -> dict[int,
     return {r["id"]: {c: _as_stored(c, r[c]) for c in columns} for r in rows}
 
 
-@dataclass
-class Captured:
-    """A PostgreSQL table streamed by its own Debezium connector into a hudi_cdc job's table."""
-
-    qualified: str
-    job: Job
-
-    def holds(self, ids: set[int]) -> Callable[[], bool]:
-        """A condition for `wait_for`: run the job once; does the Hudi table hold exactly `ids`?"""
-        table = self.job.tables[0]["name"]
-
-        def landed() -> bool:
-            self.job.run()
-            self.assert_no_dead_letters()
-            if not table_exists(self.job.spark, self.job.path(table)):
-                return False
-            stored = self.job.spark.read.format("hudi").load(self.job.path(table)).select("id").collect()
-            return {r["id"] for r in stored} == ids
-
-        return landed
-
-    def assert_no_dead_letters(self) -> None:
-        """Fail at once (not after the wait) when a record went to the dead-letter store."""
-        dead = [t for b in self.job.batches for t in b.tables if t.dead_letter]
-        assert not dead, f"records were dead-lettered: {dead}"
-
-
-@contextlib.contextmanager
-def captured(
-    postgres: LocalPostgres,
-    connect: LocalConnect,
-    job: Job,
-    ddl: Sequence[str],
-    rows: list[tuple[Any, ...]],
-    connector_options: Mapping[str, str] | None = None,
-) -> Iterator[Captured]:
-    """Create `<schema>.<table>` with the statements `ddl` (a `{t}` placeholder) and `rows`, and stream it.
-
-    The connector snapshots the rows, then streams through `pgoutput`; its schema, slot and
-    connector are removed at the end. `connector_options` are added to its config.
-    """
-    table = job.tables[0]["name"]
-    schema, prefix = f"s_{job.suffix}", f"pg_{job.suffix}"
-    qualified = f"{schema}.{table}"
-    postgres.execute(f"CREATE SCHEMA {schema}")
-    for statement in ddl:
-        postgres.execute(statement.format(t=qualified))
-    for row in rows:
-        postgres.execute(f"INSERT INTO {qualified} VALUES ({', '.join(['%s'] * len(row))})", row)
-    job.topic = lambda _name: f"{prefix}.{qualified}"  # type: ignore[method-assign,assignment]
-    config = postgres_connector_config(
-        hostname=postgres.host, port=postgres.port, user=postgres.user, password=postgres.password,
-        dbname="postgres", topic_prefix=prefix, tables=[qualified], slot=f"hudi_cdc_{job.suffix}",
-        extra=connector_options,
-    )  # fmt: skip
-    connector = f"postgres-{job.suffix}"
-    connect.create_connector(connector, config, initial_state="RUNNING")
-    try:
-        connect.wait_running(connector)
-        yield Captured(qualified, job)
-    finally:
-        connect.delete_connector(connector)
-        postgres.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
 def test_postgres_changes_land_row_for_row(
     spark: SparkSession,
     kafka: LocalKafka,
@@ -177,7 +109,7 @@ def test_postgres_changes_land_row_for_row(
          dt.datetime(1960, 1, 1), uuid.uuid4(), "[1, 2]", None, _note(3), -1, None),
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, [{"name": "orders", "key": ["id"], "type": "MERGE_ON_READ"}])
-    with captured(postgres, connect, job, [DDL, TOASTED], rows) as source:
+    with captured_postgres(postgres, connect, job, [DDL, TOASTED], rows) as source:
         qualified = source.qualified
 
         def assert_equal_to_postgres(columns: list[str] = COLUMNS, *, hudi_rs: bool = True) -> None:
@@ -205,7 +137,7 @@ def test_postgres_changes_land_row_for_row(
         assert sum(t.tombstone for t in outcomes) == 2  # id 3, and id 4 when its key changed
         assert sum(t.dead_letter for t in outcomes) == 0
 
-        # Schema changes at the source (spec §7): a new column, a decimal widened, smallint -> integer
+        # Schema changes at the source (semantics §7): a new column, a decimal widened, smallint -> integer
         # (the same int in the table). Debezium sends the new schema with the next change.
         for statement in (
             f"ALTER TABLE {qualified} ADD COLUMN region text",
@@ -313,7 +245,7 @@ def test_postgres_infinite_and_ancient_moments(
         (6, None, None, None, None, None, None, None),
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, [{"name": "moments", "key": ["id"], "type": "COPY_ON_WRITE"}])
-    with captured(postgres, connect, job, [MOMENTS_DDL], rows) as source:
+    with captured_postgres(postgres, connect, job, [MOMENTS_DDL], rows) as source:
         wait_for("Debezium to deliver the changes", source.holds({1, 2, 3, 4, 5, 6}))
         for statement in (  # updates of stored rows, and rows streamed after the snapshot
             f"UPDATE {source.qualified} SET d = '-infinity', ts = '1800-01-01 00:00:00', tzs = '{{-infinity,infinity}}' WHERE id = 5",
@@ -372,7 +304,7 @@ def test_postgres_infinite_and_ancient_moments(
         assert table[5]["d"] == EARLIEST.date() and table[6]["tz"] == LATEST and table[6]["ts0"] == EARLIEST
         # dates are proleptic Gregorian on the wire, equal to PostgreSQL's (Debezium's snapshot
         # shifts timestamps before 1582 by the Julian calendar's days, its stream does not:
-        # stored as sent, see README)
+        # stored as sent, see docs/semantics.md)
         assert table[3]["d"] == dt.date(1, 1, 1) and table[6]["d"] == dt.date(1000, 1, 1)
         assert sum(t.dead_letter for b in job.batches for t in b.tables) == 0
 
@@ -410,7 +342,7 @@ def test_postgres_unchanged_toasted_values_of_every_kind_keep_their_stored_value
     table = {"name": "toasted", "key": ["id"], "type": "MERGE_ON_READ", "unavailable_value_placeholder": placeholder}
     job = Job(spark, kafka, tmp_path, [table])
     options = {"unavailable.value.placeholder": placeholder}
-    with captured(postgres, connect, job, [TOAST_KINDS_DDL, *external, insert], [], options) as source:
+    with captured_postgres(postgres, connect, job, [TOAST_KINDS_DDL, *external, insert], [], options) as source:
         wait_for("the snapshot", source.holds({1}))
         postgres.execute(f"UPDATE {source.qualified} SET flag = 1 WHERE id = 1")
         update = json.loads(read_topic(job.topic("toasted"), count=2)[1].value() or b"null")["payload"]
@@ -447,7 +379,7 @@ def test_postgres_rows_flattened_by_extract_new_record_state_land_row_for_row(
     unwrap = flattening_config("op,lsn,sequence,txId,snapshot", "rewrite")
     ddl = ["CREATE TABLE {t} (id integer PRIMARY KEY, a integer, note text)", TOASTED]
     job = Job(spark, kafka, tmp_path, [{"name": "flat", "key": ["id"], "mode": "flattened"}])
-    with captured(postgres, connect, job, ddl, [(1, 1, _note(1)), (2, 2, "short")], unwrap) as source:
+    with captured_postgres(postgres, connect, job, ddl, [(1, 1, _note(1)), (2, 2, "short")], unwrap) as source:
         wait_for("the snapshot", source.holds({1, 2}))
         for statement in (
             "UPDATE {t} SET a = 10 WHERE id = 1",  # note unchanged: the placeholder
@@ -486,7 +418,7 @@ def test_postgres_keyless_table_with_replica_identity_full_lands_row_for_row(
     ]
     job = Job(spark, kafka, tmp_path, [{"name": "full", "key": ["id"]}])
     rows = [(1, 1, _note(1), Decimal("120.50")), (2, 2, "short", None)]
-    with captured(postgres, connect, job, ddl, rows, {"decimal.handling.mode": "string"}) as source:
+    with captured_postgres(postgres, connect, job, ddl, rows, {"decimal.handling.mode": "string"}) as source:
         wait_for("the snapshot", source.holds({1, 2}))
         for statement in (
             "UPDATE {t} SET a = 10 WHERE id = 1",  # note unchanged

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

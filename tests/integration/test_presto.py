@@ -1,4 +1,4 @@
-"""Issue 8: merge-on-read snapshots through PrestoDB, on tables written at Hudi table version 6.
+"""Merge-on-read snapshots through PrestoDB, on tables written at Hudi table version 6.
 
 The real job ingests creates, then updates (one moving a row to another partition) and deletes into a
 copy-on-write and a merge-on-read table with `table_version: 6`, syncs them to the metastore, and
@@ -39,7 +39,7 @@ from hudi_cdc.hudi.options import (
 )
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.table_options import write_options
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

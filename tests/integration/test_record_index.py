@@ -32,7 +32,7 @@ from hudi_cdc.hudi.table_options import key_lookup_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.job import stream
 from hudi_cdc.spark import fs
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,7 @@ from devkit.services.s3 import LocalS3
 from devkit.services.trino import LocalTrino
 from hudi_cdc.cli.console import cli
 from hudi_cdc.spark import fs
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

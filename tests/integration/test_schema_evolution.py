@@ -1,4 +1,4 @@
-"""Spec §7 end to end: a new source column reaches the table and the metastore; an incompatible
+"""Semantics §7 end to end: a new source column reaches the table and the metastore; an incompatible
 change stops only its table, with its records in the dead-letter store, while others flow."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.trino import LocalTrino
 from hudi_cdc.hudi.compactor import run_compaction
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +93,7 @@ def test_an_integer_narrowed_at_the_source_stops_its_table_though_both_are_store
 def test_a_decimal_widened_beyond_38_digits_widens_the_stored_decimal(
     spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:
-    """Spec §7, decimal precision up with the same scale, past what a decimal holds: DECIMAL(20,2)
+    """Semantics §7, decimal precision up with the same scale, past what a decimal holds: DECIMAL(20,2)
     -> DECIMAL(50,2). The stored decimal(20,2) widens to decimal(38,2) (Hudi cannot turn a decimal
     into text in place); a value of more than 38 digits is dead-lettered with its reason, and the
     table keeps flowing."""
@@ -122,9 +122,9 @@ def test_a_decimal_widened_beyond_38_digits_widens_the_stored_decimal(
 def test_a_widening_on_merge_on_read_beside_older_log_files_reads_exactly(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
-    """Spec §7 on a merge-on-read table, where the widened type lands in a log file beside an older
+    """Semantics §7 on a merge-on-read table, where the widened type lands in a log file beside an older
     one of the same file group that holds another key's newest row in the narrower type: Spark's
-    snapshot reads the slice; hudi-rs refuses it until a compaction (README, known limits)."""
+    snapshot reads the slice; hudi-rs refuses it until a compaction (docs/limits.md)."""
     job = Job(spark, kafka, tmp_path, [{"name": "orders", "key": ["id"], "type": "MERGE_ON_READ"}])
     narrow = _source(job, "orders", Column("amount", "decimal", scale=2, precision=12))
     wide = _source(job, "orders", Column("amount", "decimal", scale=2, precision=14), Column("region", "string"))
@@ -140,7 +140,7 @@ def test_a_widening_on_merge_on_read_beside_older_log_files_reads_exactly(
     assert len(logs) == 2 and len({name.split("_")[0] for name in logs}) == 1, logs
     expected = [(1, big, "eu"), (2, two, None)]
     assert [(r["id"], r["amount"], r["region"]) for r in job.rows_spark("orders")] == expected
-    # the README's known limit, checked: when this stops raising, hudi-rs reads such slices
+    # the known limit of docs/limits.md, checked: when this stops raising, hudi-rs reads such slices
     with pytest.raises(Exception, match="partial-update column 'amount' has type Decimal128"):
         job.rows_hudi_rs("orders")
     assert run_compaction(spark, job.config.table("orders"), force=True)["compacted"] != "-"

@@ -1,4 +1,4 @@
-"""Issue 3 proof: random event histories through Kafka and the real job match the reference model.
+"""Proof of the change semantics: random event histories through Kafka and the real job match the reference model.
 
 The same events, in a random arrival order and cut into random batches, are applied to a
 copy-on-write and a merge-on-read table (soft deletes, a partition column, patches with absent
@@ -23,8 +23,8 @@ from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.trino import LocalTrino
 from hudi_cdc.hudi.compactor import run_compaction
-from tests.integration.harness import Job
-from tests.reference_model import Event, ReferenceTable
+from tests.support.harness import Job
+from tests.support.reference_model import Event, ReferenceTable
 
 pytestmark = pytest.mark.integration
 
@@ -150,7 +150,7 @@ def test_flattened_rows_in_any_arrival_order_and_batching_match_reference(
 ) -> None:
     """`mode: flattened`: the same histories as rows of ExtractNewRecordState (rewrite deletes,
     the binlog position in `add.fields`, tombstones after deletes). Soft deletes: a hard-delete
-    table forgets a delete's order once committed (spec §3), so a straggler may re-create a row."""
+    table forgets a delete's order once committed (semantics §3), so a straggler may re-create a row."""
     rng = random.Random(seed)
     tables: list[dict[str, Any]] = [
         {"name": "flat", "key": ["id"], "partition_by": ["p"], "mode": "flattened", "deletes": "soft"}

@@ -32,7 +32,7 @@ from hudi_cdc.cli.snapshot import EXIT_REFUSED
 from hudi_cdc.config.connector import RELAY_OWNED_KEYS
 from hudi_cdc.hudi.table import table_exists
 from hudi_cdc.relay.markers import scan_topic
-from tests.integration.harness import Job, wait_for
+from tests.support.harness import Job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -103,7 +103,7 @@ class Workload(threading.Thread):
 
 def _invoke(*args: str) -> Result:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    # shown with `pytest -s` (the README's walkthrough output comes from here) and on failure
+    # shown with `pytest -s` (docs/snapshot-relay.md's walkthrough output comes from here) and on failure
     print(f"$ hudi-cdc {' '.join(args)}  # exit {result.exit_code}\n{result.stdout}{result.stderr}")
     return result
 

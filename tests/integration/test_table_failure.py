@@ -22,8 +22,8 @@ from devkit.services.kafka import LocalKafka
 from hudi_cdc.cli.console import cli
 from hudi_cdc.errors import ConfigError, TableFailure
 from hudi_cdc.job import stream
-from tests.integration.harness import Job
-from tests.integration.test_bad_records import COLUMNS, _row, _source
+from tests.support.accounts import COLUMNS, account, accounts_source
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +46,13 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path, layout: dict[str, str]
 ) -> None:
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **layout}])
-    src = _source(job)
-    job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
+    src = accounts_source(job)
+    job.produce("accounts", [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
     job.run()
     assert _corrupt_metadata_table(job.path("accounts"))
 
     updates = [
-        src.change("u", before=_row(i, f"n{i}", "1.00"), after=_row(i, f"m{i}", "2.00"), pos=200 + i)
+        src.change("u", before=account(i, f"n{i}", "1.00"), after=account(i, f"m{i}", "2.00"), pos=200 + i)
         for i in range(10, 14)
     ]
     job.produce("accounts", updates)
@@ -113,10 +113,10 @@ def test_storage_that_refuses_writes_stops_the_job_and_the_batch_is_applied_once
     if not _can_make_immutable(tmp_path):
         pytest.skip("this machine cannot make a folder refuse writes (chattr +i needs ext4 and CAP_LINUX_IMMUTABLE)")
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
-    src = _source(job)
-    job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
+    src = accounts_source(job)
+    job.produce("accounts", [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
     job.run()
-    job.produce("accounts", [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(20, 24)])
+    job.produce("accounts", [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(20, 24)])
 
     # new data files cannot be created: the storage refuses the write, whatever the records.
     # Run as a user runs it: the CLI prints the error's text alone and exits 1
@@ -155,13 +155,13 @@ def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_l
         for t in created
     }
     for name, src in sources.items():
-        job.produce(name, [src.change("c", after=_row(i, f"n{i}", "1.00"), pos=100 + i) for i in range(3)])
+        job.produce(name, [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(3)])
     job.run()
     before = {name: job.rows_spark(name) for name in sources}
 
     job.tables[:] = changed
     for name, src in sources.items():
-        job.produce(name, [src.change("u", after=_row(i, f"m{i}", "2.00"), pos=200 + i) for i in range(3)])
+        job.produce(name, [src.change("u", after=account(i, f"m{i}", "2.00"), pos=200 + i) for i in range(3)])
     with pytest.raises(ConfigError) as refused:
         job.run()
     message = str(refused.value)

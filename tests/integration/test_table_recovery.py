@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.hudi.table import table_exists, table_version
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

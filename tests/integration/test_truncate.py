@@ -1,4 +1,4 @@
-"""Spec §3 truncate through the real job: applied as a table-wide delete, or ignored and counted."""
+"""Semantics §3 truncate through the real job: applied as a table-wide delete, or ignored and counted."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
 from devkit.services.kafka import LocalKafka
-from tests.integration.harness import Job
+from tests.support.harness import Job
 
 pytestmark = pytest.mark.integration
 

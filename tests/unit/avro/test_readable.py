@@ -14,7 +14,7 @@ from hudi_cdc.avro.readable import AvroBodies, header_ref
 from hudi_cdc.avro.registry import SchemaFetcher, SchemaRef
 from hudi_cdc.config.models import SchemaRegistry
 from hudi_cdc.dead_letters.ops import decode_bytes
-from tests.unit.avro.test_registry import API, SCHEMA, FakeRegistry, fake  # noqa: F401 - the fixture
+from tests.support.registry_fakes import API, SCHEMA, FakeRegistry
 
 
 def _bodies(server: FakeRegistry) -> AvroBodies:
@@ -22,14 +22,14 @@ def _bodies(server: FakeRegistry) -> AvroBodies:
     return AvroBodies(SchemaFetcher(SchemaRegistry(url=url, retry_budget=timedelta(seconds=0.2))))
 
 
-def test_avro_values_are_shown_decoded(fake: FakeRegistry) -> None:  # noqa: F811
+def test_avro_values_are_shown_decoded(fake: FakeRegistry) -> None:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(SCHEMA)), {"id": 7, "amount": Decimal("-1.25")})
     shown = decode_bytes(frame(1, out.getvalue()), avro=_bodies(fake))
     assert shown == {"avro_schema_id": 1, "avro": {"id": 7, "amount": "-1.25"}}
 
 
-def test_unreadable_avro_says_why_and_keeps_the_bytes(fake: FakeRegistry) -> None:  # noqa: F811
+def test_unreadable_avro_says_why_and_keeps_the_bytes(fake: FakeRegistry) -> None:
     bodies = _bodies(fake)
     assert decode_bytes(frame(9, b"\x02"), avro=bodies)["error"] == "unknown schema id"
     assert decode_bytes(frame(1, b"\x02"), avro=bodies)["error"].startswith("body does not decode")
@@ -37,7 +37,7 @@ def test_unreadable_avro_says_why_and_keeps_the_bytes(fake: FakeRegistry) -> Non
     assert decode_bytes(b'{"a": 1}', avro=bodies) == {"a": 1}
 
 
-def test_a_bare_body_named_by_an_apicurio_header_is_shown_decoded(fake: FakeRegistry) -> None:  # noqa: F811
+def test_a_bare_body_named_by_an_apicurio_header_is_shown_decoded(fake: FakeRegistry) -> None:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(SCHEMA)), {"id": 8, "amount": Decimal("0.50")})
     headers = [("apicurio.key.globalId", (99).to_bytes(8, "big")), ("apicurio.value.globalId", (11).to_bytes(8, "big"))]

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from devkit.debezium import encode_decimal
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.decode.debezium_types import column_type, decimal_text
-from tests.unit.test_decode import by_offset, decode_cached, kafka_rows
+from tests.support.decode_rows import by_offset, decode_cached, kafka_rows
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 

@@ -58,6 +58,6 @@ def test_demo_config_routes_its_sharded_orders_topics(spark: SparkSession, monke
     monkeypatch.setenv("HUDI_CDC_BOOTSTRAP", "127.0.0.1:1")
     monkeypatch.setenv("HUDI_CDC_RUN", "/tmp/run")
     monkeypatch.setenv("HUDI_CDC_METASTORE", "thrift://127.0.0.1:1")
-    config = load_config(Path(__file__).parents[2] / "schemas" / "demo.yaml")
+    config = load_config(Path(__file__).parents[3] / "schemas" / "demo.yaml")
 
     assert _tables(spark, config, ["shop.inventory.orders_2"]) == {"shop.inventory.orders_2": "orders"}

@@ -1,4 +1,4 @@
-"""One aggregation per batch counts what the pipeline used to count job by job (issue 10)."""
+"""One aggregation per batch counts what the pipeline used to count job by job."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hudi_cdc.events import OP, ORDER, Op
 from hudi_cdc.fold.tally import survey, tally
 from hudi_cdc.kafka.routing import TABLE_COLUMN
 from hudi_cdc.spark.lineage import release
-from tests.unit.test_decode import KAFKA_COLUMNS, T0
+from tests.support.decode_rows import KAFKA_COLUMNS, T0
 
 SOURCE = DebeziumTable(
     server="s", database="d", table="t", key=["id"],

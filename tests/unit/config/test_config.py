@@ -26,7 +26,7 @@ def _valid() -> dict[str, Any]:
 
 
 def test_valid_config_keeps_exact_topics_and_patterns() -> None:
-    # which table a topic feeds is tested in test_routing.py (the routing the job runs)
+    # which table a topic feeds is tested in tests/unit/kafka/test_routing.py (the routing the job runs)
     config = parse_config(_valid())
     assert [(r.topic, r.pattern, r.table) for r in config.routes] == [
         ("srv.db.customers", None, "customers"),
@@ -133,8 +133,8 @@ def test_demo_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HUDI_CDC_BOOTSTRAP", "127.0.0.1:1")
     monkeypatch.setenv("HUDI_CDC_RUN", "/tmp/run")
     monkeypatch.setenv("HUDI_CDC_METASTORE", "thrift://127.0.0.1:1")
-    config = load_config(Path(__file__).parents[2] / "schemas" / "demo.yaml")
-    assert [t.name for t in config.tables] == ["customers", "orders"]  # routing: test_routing.py
+    config = load_config(Path(__file__).parents[3] / "schemas" / "demo.yaml")
+    assert [t.name for t in config.tables] == ["customers", "orders"]  # routing: kafka/test_routing.py
 
 
 def test_durations_are_parsed_strictly() -> None:

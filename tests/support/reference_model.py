@@ -1,4 +1,4 @@
-"""A pure-Python reference of change-semantics §3: a fold over events, one key at a time.
+"""A pure-Python reference of semantics §3: a fold over events, one key at a time.
 
 It knows nothing of Spark, Kafka or Hudi, so that the real pipeline can be compared with it
 row for row. Keep it obviously correct rather than fast.
@@ -54,7 +54,7 @@ class ReferenceTable:
         # a truncate deletes every key of the table, including keys first seen later in the batch
         self.truncate_order = NEVER
         self.truncate_last = False
-        # the newest truncate of earlier batches, remembered by the table (spec §3): a key first
+        # the newest truncate of earlier batches, remembered by the table (semantics §3): a key first
         # seen after it starts out deleted at its order
         self.remembered_truncate = NEVER
 
@@ -100,7 +100,7 @@ class ReferenceTable:
 
     def end_batch(self) -> None:
         """What a commit does: the batch's truncate becomes a delete of the keys that exist and is
-        remembered; a hard-delete table drops deleted keys with their orders (spec §3 limit)."""
+        remembered; a hard-delete table drops deleted keys with their orders (semantics §3 limit)."""
         if self.truncate_order != NEVER:
             for state in self.keys.values():
                 if self.truncate_order > state.delete_order:

@@ -24,37 +24,7 @@ from hudi_cdc.config.models import TableConfig
 from hudi_cdc.decode.records import DecodeResult, decode
 from hudi_cdc.events import DEFAULT_PLACEHOLDER as TOAST_PLACEHOLDER
 from hudi_cdc.events import PRESENT, binlog_order, column_order, lsn_order, ts_order
-
-TOPIC = "dbserver1.inventory.customers"
-KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
-T0 = dt.datetime(2024, 6, 1, 12, 0, 0)
-
-
-def kafka_rows(
-    spark: SparkSession, records: Sequence[KafkaRecord], topic: str = TOPIC, partition: int = 0
-) -> DataFrame:
-    """Spark Kafka source rows for `records`, at offsets 0.. and one second apart."""
-    rows = [
-        (key, value, topic, partition, offset, T0 + dt.timedelta(seconds=offset))
-        for offset, (key, value) in enumerate(records)
-    ]
-    return spark.createDataFrame(rows, KAFKA_COLUMNS)
-
-
-def decode_cached(raw: DataFrame, table: TableConfig, envelopes: Sequence[str] | None = None) -> DecodeResult:
-    """`decode` as the pipeline runs it: the parse computed once (`cached`), each output reading it.
-
-    Why: an output of an uncached result is a filter over decode's whole projection, and Spark's
-    optimizer pushes that filter down through every level, seconds per output on a wide table.
-    """
-    return decode(raw, table, envelopes).cached()
-
-
-def by_offset(frame: DataFrame) -> dict[int, dict[str, Any]]:
-    """Rows of an events or rejects frame, keyed by Kafka offset."""
-    column = "_kafka_offset" if "_kafka_offset" in frame.columns else "offset"
-    return {row[column]: row.asDict() for row in frame.collect()}
-
+from tests.support.decode_rows import KAFKA_COLUMNS, T0, TOPIC, by_offset, decode_cached, kafka_rows
 
 # ---- MySQL with the schema envelope (the docs' inventory.customers, plus typed columns) ------
 CUSTOMERS = DebeziumTable(
@@ -844,7 +814,7 @@ def test_each_record_is_typed_by_its_own_schema_within_a_batch(spark: SparkSessi
 
 
 def test_a_few_contradicting_records_do_not_decide_a_new_tables_types(spark: SparkSession) -> None:
-    """Issue 9: the schema most records carry types the batch; the minority is rejected, not adopted."""
+    """The schema most records carry types the batch; the minority is rejected, not adopted."""
     usual = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
         Column("id", "int32"), Column("balance", "decimal", scale=2, precision=10)])  # fmt: skip
     odd = DebeziumTable(server="s", database="d", table="t", key=["id"], columns=[
@@ -859,7 +829,7 @@ def test_a_few_contradicting_records_do_not_decide_a_new_tables_types(spark: Spa
 
 
 def test_a_decimal_widened_beyond_38_digits_is_held_in_the_tables_decimal(spark: SparkSession) -> None:
-    """Spec §7, decimal precision up with the same scale: DECIMAL(20,2) -> DECIMAL(50,2) at the
+    """Semantics §7, decimal precision up with the same scale: DECIMAL(20,2) -> DECIMAL(50,2) at the
     source. A new table stores the wide column as exact text; a table holding decimal(20,2) widens
     to decimal(38,2) (a decimal cannot become text in place), and a value beyond 38 digits is a
     bad value that names the way out, never a NULL."""
@@ -893,7 +863,7 @@ def test_binary_column_round_trips(spark: SparkSession) -> None:
 
 
 def test_postgres_changes_sharing_an_lsn_are_ordered_by_sequence_then_txid(spark: SparkSession) -> None:
-    """Spec §2: equal lsn -> source.sequence's last committed lsn, then txId, before the Kafka offset."""
+    """Semantics §2: equal lsn -> source.sequence's last committed lsn, then txId, before the Kafka offset."""
 
     def change(version: int, committed: int, tx_id: int) -> KafkaRecord:
         key, value = DOCS.change("u", after={"id": 1, "title": f"v{version}", "version": version}, lsn=5_000)
@@ -909,7 +879,7 @@ def test_postgres_changes_sharing_an_lsn_are_ordered_by_sequence_then_txid(spark
 
 
 def test_records_without_a_row_change_are_skipped_with_a_reason(spark: SparkSession) -> None:
-    """Issue 9: PostgreSQL logical messages, schema-change records and transaction markers are not bad data."""
+    """PostgreSQL logical messages, schema-change records and transaction markers are not bad data."""
     message = {"op": "m", "ts_ms": 1, "source": {"lsn": 10, "ts_ms": 1}, "message": {"prefix": "audit", "content": "AQ=="}}
     ddl = {"source": {"file": "mysql-bin.000003", "pos": 4, "ts_ms": 1}, "databaseName": "inventory",
            "ddl": "ALTER TABLE customers ADD COLUMN x INT", "tableChanges": []}  # fmt: skip
@@ -935,7 +905,7 @@ def test_an_envelope_with_a_null_schema_is_read_as_a_plain_payload(spark: SparkS
 
 
 def test_schemaless_debezium_encodings_are_read_exactly_with_declared_connect_schemas(spark: SparkSession) -> None:
-    """Issue 9: schemas.enable=false sends base64 decimals and epoch dates/timestamps; declare them as Connect types."""
+    """schemas.enable=false sends base64 decimals and epoch dates/timestamps; declare them as Connect types."""
     plain = DebeziumTable(server="dbserver1", database="inventory", table="customers", key=["id"], with_schema=False,
                           columns=[c for c in CUSTOMERS.columns if c.name != "profile"])  # fmt: skip
     table = TableConfig(

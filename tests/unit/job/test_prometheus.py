@@ -140,7 +140,7 @@ def test_the_grafana_board_queries_only_metrics_the_job_publishes() -> None:
     import json
     import re
 
-    board = json.loads((Path(__file__).parents[2] / "ops" / "grafana" / "hudi-cdc.json").read_text())
+    board = json.loads((Path(__file__).parents[3] / "ops" / "grafana" / "hudi-cdc.json").read_text())
     queried = {
         re.sub(r"_(total|bucket|sum|count)$", "", name)
         for panel in board["panels"]

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from hudi_cdc.hudi.retention import (
-    ARCHIVE_AFTER_HOURS,
-    KEEP_MARGIN,
-    KEEP_SPREAD,
-    InstantList,
-    instant_at,
-    keep_commits,
-)
+from hudi_cdc.hudi.retention import ARCHIVE_AFTER_HOURS, KEEP_MARGIN, KEEP_SPREAD, instant_at, keep_commits
+from tests.support.timelines import InstantList
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, 0)
 

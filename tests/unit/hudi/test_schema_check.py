@@ -1,4 +1,4 @@
-"""Schema changes (spec §7): add and widen are applied, gone columns stay, anything else stops the table."""
+"""Schema changes (semantics §7): add and widen are applied, gone columns stay, anything else stops the table."""
 
 from __future__ import annotations
 

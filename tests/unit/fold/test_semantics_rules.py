@@ -1,4 +1,4 @@
-"""Named scenarios of change-semantics §2-§4, each run through the Spark fold and the reference model."""
+"""Named scenarios of semantics §2-§4, each run through the Spark fold and the reference model."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.events import column_order
-from tests.reference_model import Event
-from tests.unit.test_collapse import _table, ev, reference, run_batches
+from tests.support.fold_builders import ev, fold_table, reference, run_batches
+from tests.support.reference_model import Event
 
 
 def _both(spark: SparkSession, deletes: str, batches: list[list[tuple[Event, int]]]) -> dict[Any, Any]:
-    table = _table(deletes)
+    table = fold_table(deletes)
     got = run_batches(spark, table, batches)
     assert got == reference(table, batches)
     return got

@@ -8,9 +8,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.durations import spark_interval
-from hudi_cdc.config.locations import HadoopFiles, base_path_problems
+from hudi_cdc.config.locations import base_path_problems
 from hudi_cdc.config.route_regex import jvm_problems
-from hudi_cdc.spark.session import hadoop_conf, jvm
+from hudi_cdc.spark.fs import HadoopFiles
+from hudi_cdc.spark.session import jvm
 
 
 def test_java_compiles_the_patterns_it_accepts(spark: SparkSession) -> None:
@@ -23,7 +24,7 @@ def test_hadoop_file_system_view_refuses_non_hudi_folders(spark: SparkSession, t
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "x.csv").write_text("x")
     (tmp_path / "table" / ".hoodie").mkdir(parents=True)
-    fs = HadoopFiles(jvm(spark), hadoop_conf(spark))
+    fs = HadoopFiles(spark)
     paths = [("a", f"file://{tmp_path}/data"), ("b", str(tmp_path / "table")), ("c", str(tmp_path / "new"))]
     found = base_path_problems(paths, fs)
     assert len(found) == 1 and "tables.0.base_path: table a" in found[0] and "x.csv" in found[0]
