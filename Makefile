@@ -21,10 +21,10 @@ help:  ## list targets
 
 install: $(VENV)/.installed jars s3-jars kafka connect trino presto registry s3 hdfs  ## venv + package + jars + Kafka (idempotent, cached)
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+$(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,mysql]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[spark,dev,mysql]'
 	touch $@
 
 system-packages:  ## Debian packages the services need (Java 17, Maven, MariaDB, PostgreSQL)

@@ -59,6 +59,19 @@ class KeyColumnsMissing(TerminalError):
         )
 
 
+class MissingJarsError(TerminalError):
+    """The Spark session cannot load Hudi's or Kafka's classes: the jars were not given to Spark."""
+
+    def __init__(self, missing: list[str]) -> None:
+        self.missing = missing
+        super().__init__(
+            f"Spark cannot load the classes of {', '.join(missing)}: their jars are not on the class path. "
+            f"Give them to Spark: spark-submit --packages {','.join(missing)} (or --jars with the downloaded "
+            "files); from a checkout, `make jars` fetches them into build/jars and HUDI_CDC_BUILD=<checkout>/build "
+            "makes a local session load them."
+        )
+
+
 class ConnectError(CdcError):
     """Kafka Connect or the source database refused a `resume-binlog` step; the steps after it did not run.
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from hudi_cdc import __version__
 from hudi_cdc.cli.logs import configure
 from hudi_cdc.cli.output import output_for
 from hudi_cdc.config.models import Config, JobConfig, TableConfig, load_config
@@ -41,7 +42,14 @@ config_option = click.option(
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--log-level", default="INFO", show_default=True, help="Python log level.")
+@click.version_option(__version__, "--version", prog_name="hudi-cdc", message="%(prog)s %(version)s")
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Python log level.",
+)
 def cli(log_level: str) -> None:
     """Land Debezium change streams from Kafka in Apache Hudi tables."""
     configure(log_level)
@@ -419,6 +427,14 @@ def resume_binlog(
 from hudi_cdc.cli.snapshot import snapshot  # noqa: E402 - the group registers after `cli` exists
 
 cli.add_command(snapshot)
+
+
+@cli.command("submit-file")
+def submit_file() -> None:
+    """Print the file spark-submit runs for any command: `spark-submit ... $(hudi-cdc submit-file) run --config ...`."""
+    import hudi_cdc.__main__ as entry
+
+    click.echo(entry.__file__)
 
 
 def main() -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from hudi_cdc.errors import MissingJarsError
+
 if TYPE_CHECKING:
     from hudi_cdc.config.models import JobConfig
 
@@ -120,6 +122,21 @@ def local_s3_classpath() -> str | None:
     return f"{folder}/*" if folder is not None and any(folder.glob("*.jar")) else None
 
 
+REQUIRED_JARS = {
+    "org.apache.hudi:hudi-spark3.5-bundle_2.12:1.2.0": "org.apache.hudi.DefaultSource",
+    "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7": "org.apache.spark.sql.kafka010.KafkaSourceProvider",
+}
+"""Maven coordinates of the jars every command needs (as infra/spark/pom.xml pins them), with a
+class each provides. Checked when a session starts: without them Spark fails much later, with
+a py4j error that names no jar (`'JavaPackage' object is not callable`)."""
+
+
+def missing_jars(gateway: Any) -> list[str]:
+    """The coordinates of REQUIRED_JARS whose class the session's JVM (`gateway`) cannot load."""
+    loadable = gateway.org.apache.spark.util.Utils.classIsLoadable
+    return [coordinates for coordinates, name in REQUIRED_JARS.items() if not loadable(name)]
+
+
 def get_or_create_session(
     *,
     app_name: str = "hudi-cdc",
@@ -165,6 +182,9 @@ def get_or_create_session(
     for key, value in extra.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
+    missing = missing_jars(jvm(session))
+    if missing:
+        raise MissingJarsError(missing)
     for key, value in _HUDI_HADOOP_CONF.items():
         # set on the live configuration: under spark-submit the context exists before this
         hadoop_conf(session).set(key, value)

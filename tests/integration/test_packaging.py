@@ -96,7 +96,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     venv.create(inst.venv, with_pip=True)
     inst.cwd.mkdir()
     # --no-compile: byte-compiling pyspark's thousands of modules took a third of this fixture
-    pip = inst.run(inst.python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", inst.wheel, timeout=1200)
+    # the extra `spark` brings pyspark (a Spark platform brings its own); versions as the tests pin them
+    pip = inst.run(
+        inst.python, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
+        "-c", CHECKOUT / "constraints.txt", f"{inst.wheel}[spark]", timeout=1200,
+    )  # fmt: skip
     assert pip.returncode == 0, pip.stderr
     yield inst
 
@@ -137,6 +141,29 @@ def test_the_cli_answers_from_the_installed_wheel(installed: Installed) -> None:
     assert helped.returncode == 0 and "resume-binlog" in helped.stdout, helped.stderr
     assert validated.returncode == 0 and "people" in validated.stdout, validated.stderr
 
+    version = installed.run(installed.venv / "bin" / "hudi-cdc", "--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"hudi-cdc {_wheel_version(installed)}", version
+    as_module = installed.run(installed.python, "-m", "hudi_cdc", "validate", "--config", config)
+    assert as_module.returncode == 0 and "people" in as_module.stdout, as_module.stderr
+    # the file spark-submit runs, from the installed package, run as a file (as spark-submit runs it)
+    entry = installed.run(installed.venv / "bin" / "hudi-cdc", "submit-file").stdout.strip()
+    assert Path(entry).is_relative_to(installed.venv) and Path(entry).name == "__main__.py"
+    as_file = installed.run(installed.python, entry, "validate", "--config", config)
+    assert as_file.returncode == 0 and "people" in as_file.stdout, as_file.stderr
+
+
+def test_without_hudis_jars_a_command_says_which_to_give_spark(installed: Installed) -> None:
+    """Tried as a new user would: a command run with no jars named (no spark-submit, no HUDI_CDC_BUILD)."""
+    config = installed.cwd / "nojars.yaml"
+    config.write_text(_job_yaml(bootstrap="127.0.0.1:9", topic="srv.db.people", root=installed.root / "nojars"))
+
+    status = installed.run(installed.venv / "bin" / "hudi-cdc", "status", "--config", config, timeout=300)
+
+    assert status.returncode == 1, status.stderr[-2000:]
+    assert "Traceback" not in status.stderr and "JavaPackage" not in status.stderr, status.stderr[-2000:]
+    assert "error: Spark cannot load the classes of org.apache.hudi:hudi-spark3.5-bundle_2.12:1.2.0" in status.stderr
+    assert "spark-submit --packages org.apache.hudi:hudi-spark3.5-bundle_2.12:1.2.0," in status.stderr
+
 
 def test_a_job_runs_from_the_installed_wheel(installed: Installed, kafka: LocalKafka) -> None:
     source = DebeziumTable(
@@ -173,6 +200,11 @@ def test_a_job_runs_from_the_installed_wheel(installed: Installed, kafka: LocalK
         {"id": 1, "name": "a2", "balance": Decimal("1.00")},
         {"id": 2, "name": "b", "balance": Decimal("2.50")},
     ]
+
+
+def _wheel_version(installed: Installed) -> str:
+    assert installed.wheel is not None
+    return installed.wheel.name.split("-")[1]
 
 
 def _job_yaml(*, bootstrap: str, topic: str, root: Path) -> str:

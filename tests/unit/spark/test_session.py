@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pyspark.sql import SparkSession
@@ -10,9 +12,11 @@ from pyspark.sql import SparkSession
 from hudi_cdc.spark.session import (
     BUILD_ENV,
     LOCAL_DRIVER_JAVA_OPTIONS,
+    REQUIRED_JARS,
     jvm,
     local_java_options,
     local_s3_classpath,
+    missing_jars,
 )
 
 
@@ -49,3 +53,34 @@ def test_s3a_jars_join_a_local_drivers_class_path_only_when_fetched(tmp_path: Pa
     assert local_s3_classpath() == f"{tmp_path}/jars-s3/*"
     monkeypatch.delenv(BUILD_ENV)
     assert local_s3_classpath() is None  # an installed package under spark-submit: the cluster brings S3A
+
+
+def test_the_required_jars_are_the_ones_make_fetches() -> None:
+    """REQUIRED_JARS names the coordinates infra/spark/pom.xml pins: one fact, checked in both places."""
+    pom = ET.parse(Path(__file__).parents[3] / "infra" / "spark" / "pom.xml").getroot()
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    properties = pom.find("m:properties", ns)
+    props = {p.tag.split("}")[1]: p.text or "" for p in (properties if properties is not None else [])}
+
+    def version(dep: ET.Element) -> str:
+        text = dep.findtext("m:version", namespaces=ns) or ""
+        return props.get(text.strip("${}"), text) if text.startswith("${") else text
+
+    pinned = {
+        f"{d.findtext('m:groupId', namespaces=ns)}:{d.findtext('m:artifactId', namespaces=ns)}:{version(d)}"
+        for d in pom.iterfind("m:dependencies/m:dependency", ns)
+    }
+    assert set(REQUIRED_JARS) <= pinned, pinned
+
+
+def test_a_session_without_the_jars_names_the_missing_coordinates() -> None:
+    loadable = {"org.apache.spark.sql.kafka010.KafkaSourceProvider"}
+    utils = SimpleNamespace(classIsLoadable=lambda name: name in loadable)
+    gateway = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(spark=SimpleNamespace(util=SimpleNamespace(Utils=utils)))))
+    assert missing_jars(gateway) == ["org.apache.hudi:hudi-spark3.5-bundle_2.12:1.2.0"]
+    loadable.update(REQUIRED_JARS.values())
+    assert missing_jars(gateway) == []
+
+
+def test_the_live_session_loads_every_required_class(spark: SparkSession) -> None:
+    assert missing_jars(jvm(spark)) == []
