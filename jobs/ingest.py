@@ -19,8 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", required=True, help="job YAML file")
     parser.add_argument("--once", action="store_true", help="process what is in Kafka now, then stop")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"])
     args = parser.parse_args(argv)
-    configure(args.log_level)
+    configure(args.log_level, args.log_format)
     config = load_config(args.config)
     stream.run(get_or_create_session(app_name=config.job.name), config, once=args.once)
 

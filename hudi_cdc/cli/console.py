@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc import __version__
-from hudi_cdc.cli.logs import configure
+from hudi_cdc.cli.logs import LogFormat, configure
 from hudi_cdc.cli.output import output_for
 from hudi_cdc.config.models import Config, JobConfig, TableConfig, load_config
 from hudi_cdc.errors import CdcError, ConfigError
@@ -50,9 +50,16 @@ config_option = click.option(
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
     help="Python log level.",
 )
-def cli(log_level: str) -> None:
+@click.option(
+    "--log-format",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="text: a line per record; json: one JSON object per line, a batch line's counts as keys.",
+)
+def cli(log_level: str, log_format: LogFormat) -> None:
     """Land Debezium change streams from Kafka in Apache Hudi tables."""
-    configure(log_level)
+    configure(log_level, log_format)
 
 
 @cli.command()

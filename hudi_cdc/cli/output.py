@@ -32,7 +32,8 @@ class TextOutput(Output):
         if not rows:
             click.echo("  (none)")
             return
-        headers = list(rows[0])
+        # every row's columns, in the order they first appear: a row may lack some (a table not created yet)
+        headers = list(dict.fromkeys(name for row in rows for name in row))
         cells = [[_text(row.get(h)) for h in headers] for row in rows]
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
         click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))

@@ -123,10 +123,17 @@ class BatchMetrics:
                 self.batch_id, t.table, t.read, counts, t.upserted_rows, t.deleted_rows, t.commit_time, t.write,
                 t.watermark_ts_ms, " (committed before a restart; not applied again)" if t.replayed else "",
             )  # fmt: skip
+            fields = {
+                "batch_id": self.batch_id, "table": t.table, "read": t.read,
+                **{name: getattr(t, name) for name in OUTCOMES},
+                "upserted_rows": t.upserted_rows, "deleted_rows": t.deleted_rows, "commit": t.commit_time,
+                "write": t.write, "watermark_ts_ms": t.watermark_ts_ms, "replayed": t.replayed,
+            }  # fmt: skip
             if t.error or not t.balanced():
-                log.warning(line + " error=%s", *args, t.error or "counts do not add up")
+                fields["error"] = t.error or "counts do not add up"
+                log.warning(line + " error=%s", *args, fields["error"], extra={"fields": fields})
             else:
-                log.info(line, *args)
+                log.info(line, *args, extra={"fields": fields})
             if t.behind_watermark:
                 log.warning(
                     "batch %d table %s: %d change event(s) older than the watermark already committed",
