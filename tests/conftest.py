@@ -52,8 +52,51 @@ def _group(item: pytest.Item) -> str:
     return module.removeprefix("tests/").removesuffix(".py")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slice",
+        default=None,
+        metavar="K/N",
+        help="run only slice K of N (0 <= K < N) of the selected tests, by a hash of each test's id "
+        "(CI runs one slice of `make test-deep` per landing, chosen from the commit)",
+    )
+
+
+class _Slicer:
+    """Keeps the tests of `--slice` among those the markers (`-m`) selected: after their deselection."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        kept = slice_of([item.nodeid for item in items], self.spec)
+        left_out = [item for item in items if item.nodeid not in kept]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.nodeid in kept]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    spec = config.getoption("--slice")
+    if spec is not None:
+        config.pluginmanager.register(_Slicer(spec), "hudi-cdc-slice")
+
+
+def slice_of(nodeids: list[str], spec: str) -> set[str]:
+    """The tests of slice `spec` ("K/N"): every N-th of the ids in sorted order, from the K-th.
+
+    Sorted, not as collected: every worker and every run cuts the same slices, of sizes that
+    differ by one at most.
+    """
+    k, _, n = spec.partition("/")
+    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        raise pytest.UsageError(f"--slice {spec!r}: write K/N with 0 <= K < N, e.g. 1/4")
+    return set(sorted(nodeids)[int(k) :: int(n)])
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every test its xdist group, and run the service groups first, then the other
     integration modules, then the unit tests: long units first keep the workers' ends even.
 

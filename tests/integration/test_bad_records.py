@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from devkit.debezium import DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.fold import merge
-from hudi_cdc.job import pipeline
+from hudi_cdc.job import table_batch
 from tests.support.accounts import account, accounts_source
 from tests.support.harness import Job
 
@@ -145,14 +145,14 @@ def test_a_record_that_breaks_the_spark_job_is_isolated_not_retried_forever(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure decoding did not foresee (here: an expression that throws on key 13)."""
-    original = merge.rows_to_write  # what pipeline calls
+    original = merge.rows_to_write  # what the table batch calls
 
     def throws_on_13(*args: Any, **kwargs: Any) -> DataFrame:
         rows = original(*args, **kwargs)
         # a filter is always evaluated (a dropped column would be pruned away); assert_true returns NULL
         return rows.filter(F.assert_true(F.col("id") != 13, "poison value").isNull())
 
-    monkeypatch.setattr(pipeline, "rows_to_write", throws_on_13)
+    monkeypatch.setattr(table_batch, "rows_to_write", throws_on_13)
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
     src = accounts_source(job)
     # four records: the batch, then its halves, then the failing half's halves (each split is a Spark job that fails)

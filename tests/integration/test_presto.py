@@ -260,29 +260,40 @@ def _write(spark: SparkSession, table: TableConfig, changes: range, extra: dict[
     rows.write.format("hudi").options(**(write_options(table) | ARCHIVE_EARLY | extra)).mode("append").save(table.base_path)
 
 
-# deep: commits until Hudi archives twice, read by PrestoDB all along; PrestoDB's snapshot reads
-# run in `make test`, and so do cleaning (test_cleaning) and inline compaction (test_kill9)
-@pytest.mark.deep
+# make test: MOR until Hudi archives once (its three views read all along); deep: COW and MOR until
+# Hudi archives twice. Cleaning and inline compaction run in both.
+@pytest.mark.parametrize(
+    ("types", "archivals_wanted"),
+    [
+        (("MERGE_ON_READ",), 1),
+        pytest.param(("COPY_ON_WRITE", "MERGE_ON_READ"), 2, marks=pytest.mark.deep),
+    ],
+)
 def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
-    spark: SparkSession, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
-) -> None:
-    """Commit on COW and MOR until Hudi has archived twice (cleaning one commit, compacting every
-    3 delta commits) while a query loop reads every view through PrestoDB: no query may fail, and
-    at the end COW, `_rt` before compaction and `_ro` after it equal Spark's reads.
+    spark: SparkSession, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path,
+    types: tuple[str, ...], archivals_wanted: int,
+) -> None:  # fmt: skip
+    """Commit until Hudi has archived (cleaning one commit, compacting every 3 delta commits) while
+    a query loop reads every view through PrestoDB: no query may fail, and at the end COW, `_rt`
+    before compaction and `_ro` after it equal Spark's reads.
     """
     db = f"arch_{uuid.uuid4().hex[:8]}"
-    cow, mor = _row_table(tmp_path, db, "arch_cow", "COPY_ON_WRITE"), _row_table(tmp_path, db, "arch_mor", "MERGE_ON_READ")
-    sync = {t.name: HiveSyncOptions.for_table(t, metastore.uri).as_hoodie_options() for t in (cow, mor)}
-    for table in (cow, mor):
+    tables = [_row_table(tmp_path, db, f"arch_{'cow' if t == 'COPY_ON_WRITE' else 'mor'}", t) for t in types]
+    sync = {t.name: HiveSyncOptions.for_table(t, metastore.uri).as_hoodie_options() for t in tables}
+    for table in tables:
         _write(spark, table, range(6), sync[table.name])  # keys 1..6 in both partitions, registered
 
     failures: list[str] = []
     answered = 0
     stop = threading.Event()
+    views = [
+        view
+        for t in tables
+        for view in ((f"{db}.{t.name}",) if t.type == "COPY_ON_WRITE" else (f"{db}.{t.name}_rt", f"{db}.{t.name}_ro"))
+    ]
 
     def query_loop() -> None:
         nonlocal answered
-        views = (f"{db}.arch_cow", f"{db}.arch_mor_rt", f"{db}.arch_mor_ro")
         while not stop.is_set():
             for view in views:
                 try:
@@ -293,34 +304,37 @@ def test_presto_reads_version_6_tables_across_archival_cleaning_and_compaction(
                     failures.append(f"{view}: {exc!r}"[:400])
             stop.wait(1.5)  # a round of 3 queries takes about a second: the engine must not starve the writes
 
-    archivals = {cow.name: 0, mor.name: 0}
-    oldest = {t.name: _active_commits(t)[0] for t in (cow, mor)}
+    archivals = {t.name: 0 for t in tables}
+    oldest = {t.name: _active_commits(t)[0] for t in tables}
     reader = threading.Thread(target=query_loop)
     reader.start()
     try:
         for i in range(6, 60):
-            for table in (cow, mor):
+            for table in tables:
                 _write(spark, table, range(i, i + 1), {})
                 first = _active_commits(table)[0]
                 archivals[table.name] += first != oldest[table.name]
                 oldest[table.name] = first
-            if min(archivals.values()) >= 2:
+            if min(archivals.values()) >= archivals_wanted:
                 break
-        for table in (cow, mor):
+        for table in tables:
             _write(spark, table, range(i + 1, i + 2), LAST_WRITE | sync[table.name])
     finally:
         stop.set()
         reader.join()
 
-    assert min(archivals.values()) >= 2, f"Hudi archived too rarely in {i - 5} commits: {archivals}"
-    for table in (cow, mor):  # a version-6 archive: `.commits_.archive.<n>` files in `hoodie.archivelog.folder`
+    assert min(archivals.values()) >= archivals_wanted, f"Hudi archived too rarely in {i - 5} commits: {archivals}"
+    for table in tables:  # a version-6 archive: `.commits_.archive.<n>` files in `hoodie.archivelog.folder`
         props = dict(line.split("=", 1) for line in (Path(table.base_path) / ".hoodie" / "hoodie.properties").read_text().splitlines() if "=" in line)
         archive = Path(table.base_path) / ".hoodie" / props.get("hoodie.archivelog.folder", "archived")
         assert [p for p in archive.iterdir() if p.name.startswith(".commits_.archive.")], table.name
-    assert answered > 0 and failures == [], failures[:3]
-    assert any(".log." in p.name for p in Path(mor.base_path).rglob("*")), "the last write left log files"
+    assert answered >= len(views) and failures == [], failures[:3]
     columns = ["id", "owner", "balance", "changed_at", "region"]
-    assert _presto_rows(presto, "hive", f"{db}.arch_cow", columns) == _spark_rows(spark, cow.base_path, columns)
-    assert _presto_rows(presto, "hive", f"{db}.arch_mor_rt", columns) == _spark_rows(spark, mor.base_path, columns)
-    assert run_compaction(spark, mor, force=True)["compacted"] != "-"
-    assert _presto_rows(presto, "hive", f"{db}.arch_mor_ro", columns) == _spark_rows(spark, mor.base_path, columns)
+    for table in tables:
+        if table.type == "COPY_ON_WRITE":
+            assert _presto_rows(presto, "hive", f"{db}.{table.name}", columns) == _spark_rows(spark, table.base_path, columns)
+            continue
+        assert any(".log." in p.name for p in Path(table.base_path).rglob("*")), "the last write left log files"
+        assert _presto_rows(presto, "hive", f"{db}.{table.name}_rt", columns) == _spark_rows(spark, table.base_path, columns)
+        assert run_compaction(spark, table, force=True)["compacted"] != "-"
+        assert _presto_rows(presto, "hive", f"{db}.{table.name}_ro", columns) == _spark_rows(spark, table.base_path, columns)

@@ -119,7 +119,7 @@ def test_an_index_that_names_files_keeps_partial_updates_and_moves_and_prunes_th
 ) -> None:
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **table}])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
-    with caplog.at_level(logging.INFO, logger="hudi_cdc.job.pipeline"):
+    with caplog.at_level(logging.INFO, logger="hudi_cdc.job.table_batch"):
         for records in _batches(src):
             job.produce("accounts", records)
             job.run()

@@ -15,6 +15,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,22 @@ COLUMNS = ["id", "name", "amount", "seen"]
 # only when it reads the next table's first row (the driver returns a query's rows at its end),
 # so c_items must be slow too, or b_orders' marker follows a_accounts' within milliseconds.
 SLOW_SELECT = "SELECT * FROM {t} WHERE SLEEP({s}) = 0"
+
+
+def _after_a_run(job: Job, landed: Callable[[], bool]) -> Callable[[], bool]:
+    """A wait_for probe: run the job once over what Kafka holds, then ask whether `landed`."""
+
+    def probe() -> bool:
+        job.run()
+        return landed()
+
+    return probe
+
+
+def _wait_for_changes(workload: Workload, count: int) -> None:
+    """Wait until the workload has changed the source `count` more times (not for a span of time)."""
+    start = workload.statements
+    wait_for(f"{count} more source changes", lambda: workload.statements >= start + count, interval=0.1, timeout=120)
 
 
 class Workload(threading.Thread):
@@ -177,7 +194,7 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
         assert orders.marker is None, "b_orders finished before the kill: make its SELECT slower"
 
         # 2. the job lands what there is; a_accounts is done, the others are not
-        wait_for("the job to land a_accounts", lambda: bool(job.run() or True) and table_exists(spark, job.path("a_accounts")))
+        wait_for("the job to land a_accounts", _after_a_run(job, lambda: table_exists(spark, job.path("a_accounts"))))
         status = _status(config_path)
         states = {t["source_table"].split(".")[1]: t["state"] for t in status["tables"]}
         assert states == {"a_accounts": "done", "b_orders": "interrupted", "c_items": "interrupted"}, status
@@ -189,7 +206,7 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
         assert name not in connect.connectors()
 
         # 4. the DML goes on for a while, then the rest is relayed from a later position
-        time.sleep(5)
+        _wait_for_changes(workload, 100)
         resumed = _invoke("snapshot", "resume", "--config", str(config_path))
         assert resumed.exit_code == 0, resumed.output
         status = _status(config_path)
@@ -210,7 +227,7 @@ def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(
         assert f"{first['file']}:{first['pos']}" in finished.stdout
         assert connect.status(name)["connector"]["state"] == "RUNNING"
         assert not [c for c in connect.connectors() if c.startswith(f"{name}-snapshot-")]
-        time.sleep(5)
+        _wait_for_changes(workload, 100)  # changes the binlog carries after the handover
     finally:
         workload.stop()
     assert workload.statements > 100
@@ -321,7 +338,7 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
         )  # fmt: skip
         assert wrong.exit_code == 0, wrong.output
         mariadb.execute(f"INSERT INTO {database}.a_accounts VALUES (9002, 'after', 2.0000, '2025-03-04 05:06:07.000001')")
-        wait_for("the change after the later position", lambda: bool(job.run() or True) and 9002 in hudi("a_accounts"))
+        wait_for("the change after the later position", _after_a_run(job, lambda: 9002 in hudi("a_accounts")))
         lost = hudi("a_accounts")
         assert 9001 not in lost and 2 in lost and lost[1][1] == "seed1", "the later position lost nothing?"
         assert lost != source("a_accounts")
@@ -331,7 +348,7 @@ def test_binlog_from_the_later_run_position_loses_changes_the_first_position_kee
         assert finished.exit_code == 0, finished.output
         wait_for(
             "a_accounts to equal its source",
-            lambda: bool(job.run() or True) and hudi("a_accounts") == source("a_accounts") and hudi("b_orders") == source("b_orders"),
+            _after_a_run(job, lambda: hudi("a_accounts") == source("a_accounts") and hudi("b_orders") == source("b_orders")),
             timeout=180,
         )
         assert hudi("a_accounts")[1][1:3] == ("changed between", Decimal("99.9999"))

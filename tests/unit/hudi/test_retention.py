@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
-from hudi_cdc.hudi.retention import ARCHIVE_AFTER_HOURS, KEEP_MARGIN, KEEP_SPREAD, instant_at, keep_commits
+import pytest
+from pyspark.sql import SparkSession
+
+from hudi_cdc.hudi.retention import (
+    ARCHIVE_AFTER_HOURS,
+    KEEP_MARGIN,
+    KEEP_SPREAD,
+    instant_at,
+    keep_commits,
+    trino_archive_check,
+)
 from tests.support.timelines import InstantList
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, 0)
@@ -36,3 +47,27 @@ def test_mor_keeps_every_commit_since_its_oldest_uncompacted_delta_commit() -> N
     oldest_live_log = instants[10]  # compaction off for days: those log files are still read
     keep_min, _ = keep_commits(InstantList(instants, oldest_live_log), NOW)
     assert keep_min == len(instants) - 10 + KEEP_MARGIN
+
+
+@pytest.mark.parametrize(
+    ("newest_archived_hours_ago", "expected"),
+    [(None, "ok"), (500, "ok"), (80, "warn"), (10, "FAILS")],
+)
+def test_the_archive_check_reads_the_timeline_history_files(
+    spark: SparkSession, tmp_path: Path, newest_archived_hours_ago: int | None, expected: str
+) -> None:
+    """`status`'s Trino check on hand-made LSM history files (`<min>_<max>_<level>.parquet`):
+    older than 100 h is ok, inside 100 h a warning, inside Trino's 72 h window every query fails."""
+    now = dt.datetime(2026, 12, 4, 12, 0, 0)
+    history = tmp_path / ".hoodie" / "timeline" / "history"
+    history.mkdir(parents=True)
+    (history / "not-a-history-file.txt").write_text("")  # ignored: not an LSM file name
+    if newest_archived_hours_ago is not None:
+        oldest = instant_at(now - dt.timedelta(hours=900))
+        for level, hours in enumerate((700, newest_archived_hours_ago)):
+            (history / f"{oldest}_{instant_at(now - dt.timedelta(hours=hours))}_{level}.parquet").write_bytes(b"")
+    found = trino_archive_check(spark, str(tmp_path), now=now)
+    assert found["trino_readable"] == expected
+    assert found["archived_files"] == (0 if newest_archived_hours_ago is None else 2)
+    if newest_archived_hours_ago is not None:
+        assert found["newest_archived"] == instant_at(now - dt.timedelta(hours=newest_archived_hours_ago))
