@@ -439,9 +439,12 @@ cli.add_command(snapshot)
 @cli.command("submit-file")
 def submit_file() -> None:
     """Print the file spark-submit runs for any command: `spark-submit ... $(hudi-cdc submit-file) run --config ...`."""
-    import hudi_cdc.__main__ as entry
+    from pathlib import Path
 
-    click.echo(entry.__file__)
+    import hudi_cdc
+
+    # named, not imported: the entry file imports this module
+    click.echo(Path(hudi_cdc.__file__).parent / "__main__.py")
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"relay"}),
     frozenset({"job"}),
     frozenset({"cli"}),
+    frozenset({"__main__"}),  # `python -m hudi_cdc`: the command line
 )
 """Bottom to top: a module may import its own layer and those below it."""
 
