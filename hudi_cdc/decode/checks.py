@@ -18,7 +18,7 @@ from pyspark.sql.types import BinaryType, DataType, DateType, DecimalType, Times
 
 from hudi_cdc.avro.wire import WIRE_KEY, WIRE_VALUE
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.decode.debezium_types import MAX_PRECISION
+from hudi_cdc.decode.debezium_types import JSON_NUMBER, MAX_PRECISION
 from hudi_cdc.decode.schema import BatchTypes
 from hudi_cdc.decode.values import Values
 from hudi_cdc.events import KAFKA_POSITION, Op
@@ -100,10 +100,6 @@ def error_of(checks: list[Check], failed: Column) -> tuple[Column, Column]:
     for i, (_, _, text) in enumerate(checks):
         message = F.when(failed == i, text) if message is None else message.when(failed == i, text)
     return F.element_at(names, failed + 1), message if message is not None else F.lit(None).cast("string")
-
-
-JSON_NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
-"""A JSON number's text, as Spark's JSON reader hands it to a map<string,string>."""
 
 
 def _bad_value_reason(name: str, dtype: DataType, types: BatchTypes, record: Record, raw_map: Column) -> Column:

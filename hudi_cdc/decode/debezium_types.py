@@ -524,8 +524,9 @@ def _struct(fields: list[tuple[str, ColumnType]]) -> ColumnType:
     )
 
 
-# a JSON number, as its text: a declared timestamp refuses these (Debezium's are ms/µs/ns)
-_JSON_NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
+# a JSON number, as its text: a declared timestamp refuses these (Debezium's are ms/µs/ns), and a
+# reject says so where a schema wants base64 bytes (decode.checks)
+JSON_NUMBER = r"^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 
 
 def declared_type(ddl: str) -> ColumnType:
@@ -542,7 +543,7 @@ def declared_type(ddl: str) -> ColumnType:
             f"declared:{dtype.simpleString()}",
             StringType(),
             dtype,
-            lambda c: F.when(~c.rlike(_JSON_NUMBER), c.cast(dtype)),
+            lambda c: F.when(~c.rlike(JSON_NUMBER), c.cast(dtype)),
         )
     return _stored_as_storable(f"declared:{dtype.simpleString()}", dtype)
 
