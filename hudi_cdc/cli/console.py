@@ -77,15 +77,50 @@ def run(config_path: str, once: bool) -> None:
 
 @cli.command()
 @config_option
+@click.option(
+    "--kafka",
+    "ask_kafka",
+    is_flag=True,
+    help="Also show what the templates make of the topics Kafka holds now.",
+)
 @catch_errors
-def validate(config_path: str) -> None:
-    """Check a configuration file and print the tables it defines."""
+def validate(config_path: str, ask_kafka: bool) -> None:
+    """Check a configuration file and print the tables it defines (and, with --kafka, those its templates make)."""
     config = load_config(config_path)
-    rows = [
-        {"table": t.name, "type": t.type, "key": ",".join(t.key), "deletes": t.deletes, "path": t.base_path}
-        for t in config.tables
-    ]
+    rows = [_table_row(t, source="declared") for t in config.tables]
+    for template in config.templates:
+        sample = template.sample()
+        row = _table_row(sample, source=f"template {template.pattern}")
+        rows.append(
+            {
+                **row,
+                "table": template.name,
+                "key": ",".join(template.key or ["(Kafka key)"]),
+                "path": template.base_path,
+            }
+        )
+    if ask_kafka and config.templates:
+        from hudi_cdc.kafka.check import topic_names
+
+        problems = []
+        for topic in topic_names(config.kafka):
+            problems += config.topic_problems(topic)
+            claims = config.template_claims(topic)
+            if len(claims) == 1 and not problems:
+                template, name, groups = claims[0]
+                table = template.table(name, groups=groups, sample_key=True)
+                key = template.declared_key(name)
+                rows.append(
+                    {**_table_row(table, source=f"topic {topic}"), "key": ",".join(key or ["(Kafka key)"])}
+                )
+        if problems:
+            raise ConfigError(config_path, problems)
     output_for(False).table(f"{config_path}: OK", rows)
+
+
+def _table_row(table: TableConfig, *, source: str) -> dict[str, str]:
+    return {"table": table.name, "from": source, "type": table.type, "key": ",".join(table.key),
+            "deletes": table.deletes, "path": table.base_path}  # fmt: skip
 
 
 @cli.command()
@@ -96,9 +131,11 @@ def status(config_path: str, as_json: bool) -> None:
     """Per table: last commit, what it applied through, compaction and file statistics."""
     from hudi_cdc.hudi.hive_sync import read_state, state_path
     from hudi_cdc.hudi.status import table_status
+    from hudi_cdc.job.catalog import with_made_tables
 
     config = load_config(config_path)
     spark = _session(config.job, "status")
+    config = with_made_tables(spark, config)
     sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
     output_for(as_json).table("tables", [table_status(spark, t, sync).as_row() for t in config.tables])
 
@@ -110,9 +147,11 @@ def status(config_path: str, as_json: bool) -> None:
 def compact(config_path: str, tables: tuple[str, ...]) -> None:
     """Run pending (and schedule due) compactions of merge-on-read tables, off the ingestion path."""
     from hudi_cdc.hudi.compactor import run_compaction
+    from hudi_cdc.job.catalog import with_made_tables
 
     config = load_config(config_path)
     spark = _session(config.job, "compact")
+    config = with_made_tables(spark, config)
     out = output_for(False)
     rows = []
     for table in config.tables:
@@ -334,7 +373,7 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     config = load_config(config_path)
-    target = _named_table(config, config_path, table)
+    target = _named_table(config, config_path, table, "watermark")
     spark = _session(config.job, "watermark")
 
     def read() -> int | None:
@@ -361,7 +400,7 @@ def rebuild_metadata(config_path: str, table: str) -> None:
     from hudi_cdc.hudi.recovery import drop_metadata_table
 
     config = load_config(config_path)
-    target = _named_table(config, config_path, table)
+    target = _named_table(config, config_path, table, "rebuild-metadata")
     backup = drop_metadata_table(_session(config.job, "rebuild-metadata"), target.base_path)
     done = f"deleted; backup at {backup}; the next run rebuilds it" if backup else "none to delete"
     output_for(False).message(f"table {table}: metadata table {done}")
@@ -383,7 +422,7 @@ def relayout(config_path: str, table: str) -> None:
     from hudi_cdc.hudi.relayout import relayout as rewrite
 
     config = load_config(config_path)
-    target = _named_table(config, config_path, table)
+    target = _named_table(config, config_path, table, "relayout")
     done = rewrite(_session(config.job, "relayout"), target)
     rows = "rows written earlier" if done.rows is None else f"{done.rows} rows"
     output_for(False).message(
@@ -391,7 +430,12 @@ def relayout(config_path: str, table: str) -> None:
     )
 
 
-def _named_table(config: Config, config_path: str, name: str) -> TableConfig:
+def _named_table(config: Config, config_path: str, name: str, purpose: str) -> TableConfig:
+    """Table `name`: a declared one, else one the templates made (read beside the checkpoint)."""
+    if config.templates and name not in [t.name for t in config.tables]:
+        from hudi_cdc.job.catalog import with_made_tables
+
+        config = with_made_tables(_session(config.job, purpose), config)
     names = [t.name for t in config.tables]
     if name not in names:
         raise ConfigError(config_path, [f"no table {name!r}; its tables are {', '.join(names)}"])

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -40,7 +40,7 @@ IndexKind = Literal["simple", "record_level", "bucket"]
 # Kafka client keys whose values are secrets: never logged, never shown in repr.
 _SECRET_KEY = re.compile(r"(password|secret|jaas|token|key\.pem|keystore\.key|credentials)", re.I)
 # Names we can safely use as Hive / Spark identifiers.
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Frozen(BaseModel):
@@ -121,7 +121,7 @@ class HiveSync(_Frozen):
     @field_validator("database", "table")
     @classmethod
     def _identifier(cls, value: str | None) -> str | None:
-        if value is not None and not _IDENTIFIER.match(value):
+        if value is not None and not IDENTIFIER.match(value):
             raise ValueError(f"{value!r} is not a Hive identifier (letters, digits, _; not starting with a digit)")
         return value
 
@@ -257,7 +257,7 @@ class TableConfig(_Frozen):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _IDENTIFIER.match(value):
+        if not IDENTIFIER.match(value):
             raise ValueError(f"{value!r} is not a valid table name (letters, digits, _)")
         return value
 
@@ -333,6 +333,121 @@ class Route(_Frozen):
         return self
 
 
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_DERIVED = ("name", "key", "base_path")
+"""TableConfig fields a template derives for each table (never in its `settings`)."""
+
+
+class TableTemplate(_Frozen):
+    """Many tables from one rule: every topic `pattern` matches feeds a table of its own, named from the match."""
+
+    pattern: str
+    """A regex matched against the whole topic name, with named groups in Java's spelling, e.g.
+    `shop\\.inventory\\.(?<table>[a-z_]+)`. A topic an explicit `routes` entry takes is not the
+    template's; a topic two templates match is dead-lettered as ambiguous."""
+    name: str = "{table}"
+    """The table's name, with `{group}` placeholders for the pattern's named groups; it must come
+    out a valid table name (letters, digits, _), else the topic's records are dead-lettered."""
+    base_path: str
+    """The table's location, with `{name}` (the derived table name) and `{group}` placeholders,
+    e.g. `s3a://lake/inventory/{name}`."""
+    key: list[str] | None = Field(default=None, min_length=1)
+    """Record key columns of every table; None: each table's key is the fields of its topic's
+    Kafka key (Debezium keys a record by the table's primary key), read from the first record
+    (JSON, with or without a schema, or Confluent-framed Avro) or, after a restart, from the
+    table's `hoodie.properties`."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Every other table setting (`type`, `deletes`, `compaction`, `index`, `hive.database`...),
+    as in `tables`, shared by the template's tables."""
+    overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Derived table name -> settings that replace the template's for that table (`key`,
+    `hive.table` and `base_path` included)."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        problems = route_regex.problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TableTemplate:
+        groups = set(route_regex.compiled(self.pattern).groupindex)
+        for field, allowed in (("name", groups), ("base_path", groups | {"name"})):
+            unknown = sorted(set(_PLACEHOLDER.findall(getattr(self, field))) - allowed)
+            if unknown:
+                raise ValueError(
+                    f"`{field}` uses {unknown}, which the pattern does not define "
+                    f"(its named groups: {sorted(groups)}"
+                    + (", and {name}" if field == "base_path" else "")
+                    + ")"
+                )
+        if "{" not in self.base_path:
+            raise ValueError(
+                "`base_path` has no placeholder: every table of the template would share one folder; use {name}"
+            )
+        derived = sorted(set(_DERIVED) & set(self.settings))
+        if derived:
+            raise ValueError(
+                f"`settings` may not set {derived}: the template derives them (`name`, `key`, `base_path` of the template)"
+            )
+        if "table" in (self.settings.get("hive") or {}):
+            raise ValueError(
+                "`settings.hive.table` would give every table one metastore name; set it in `overrides`"
+            )
+        self.sample()  # the settings must make a valid table
+        for name, override in self.overrides.items():
+            if "name" in override:
+                raise ValueError(f"`overrides.{name}` may not rename the table")
+            self.table(name, sample_key=True)
+        return self
+
+    def match(self, topic: str) -> dict[str, str] | None:
+        """The named groups of `topic` when the pattern matches all of it, else None."""
+        found = route_regex.compiled(self.pattern).fullmatch(topic)
+        return None if found is None else {k: v or "" for k, v in found.groupdict().items()}
+
+    def derive_name(self, groups: dict[str, str]) -> str:
+        """The table name the template gives a topic with these named groups."""
+        return self.name.format_map(groups)
+
+    def declared_key(self, name: str) -> list[str] | None:
+        """The key the configuration gives table `name` (its override, else the template's), or None."""
+        key = self.overrides.get(name, {}).get("key", self.key)
+        return list(key) if key is not None else None
+
+    def table(
+        self,
+        name: str,
+        *,
+        key: list[str] | None = None,
+        groups: dict[str, str] | None = None,
+        sample_key: bool = False,
+    ) -> TableConfig:
+        """Table `name` of this template, with `key` (else the declared one); ValueError if the settings do not make one.
+
+        `sample_key`: when no key is known, a stand-in checks the other settings (at `validate`).
+        """
+        override = dict(self.overrides.get(name, {}))
+        key = key or self.declared_key(name)
+        if key is None and sample_key:
+            columns = override.get("columns", self.settings.get("columns")) or {"id": "bigint"}
+            key = [next(iter(columns))]
+        base_path = override.pop("base_path", None) or self.base_path.format_map(
+            {**(groups or {}), "name": name}
+        )
+        settings = {**self.settings, **{k: v for k, v in override.items() if k != "key"}}
+        try:
+            return TableConfig.model_validate({**settings, "name": name, "key": key, "base_path": base_path})
+        except ValidationError as exc:
+            raise ValueError("; ".join(_format_problem(dict(e)) for e in exc.errors())) from None
+
+    def sample(self) -> TableConfig:
+        """A table of this template with stand-in name and key: its settings, checked."""
+        return self.table("template_sample", sample_key=True)
+
+
 def _hadoop_text(value: Any) -> Any:
     """A YAML scalar as Hadoop's text (`true`, not Python's `True`); anything else as is, for the model to refuse."""
     if isinstance(value, bool):
@@ -397,10 +512,13 @@ class Config(_Frozen):
     """Where the Debezium topics are read from."""
     job: JobConfig
     """The job's own folders, trigger, metastore and metrics."""
-    tables: Annotated[list[TableConfig], Field(min_length=1)]
-    """The Hudi tables the job writes, each with its own settings."""
+    tables: list[TableConfig] = Field(default_factory=list)
+    """The Hudi tables the job writes, each with its own settings (with `routes`)."""
+    templates: list[TableTemplate] = Field(default_factory=list)
+    """Rules that make a table of every topic they match, including topics created while the job
+    runs; the tables they made are listed in `<checkpoint_dir>_tables.json`."""
     routes: list[Route] = Field(default_factory=list)
-    """Which topics feed which table; at least one is needed (the first route that matches a topic wins)."""
+    """Which topics feed which table in `tables`; needed when `tables` is not empty (the first route that matches a topic wins)."""
     connector: ConnectorSection | None = None
     """The Debezium connector `hudi-cdc snapshot` deploys (the snapshot relay); None: not used."""
     schema_registry: SchemaRegistry | None = None
@@ -408,6 +526,8 @@ class Config(_Frozen):
 
     @model_validator(mode="after")
     def _routes_name_tables(self) -> Config:
+        if not self.tables and not self.templates:
+            raise ValueError("no `tables` and no `templates`: declare at least one table or template")
         names = [t.name for t in self.tables]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -415,38 +535,97 @@ class Config(_Frozen):
         unknown = [r.table for r in self.routes if r.table not in names]
         if unknown:
             raise ValueError(f"routes name unknown tables {unknown}; declared tables: {names}")
-        if not self.routes:
+        if self.tables and not self.routes:
             raise ValueError("no `routes`: map at least one topic or pattern to a table")
+        claimed = [
+            (r.topic, t.pattern)
+            for r in self.routes
+            for t in self.templates
+            if r.topic and t.match(r.topic) is not None
+        ]
+        if claimed:
+            raise ValueError(
+                "; ".join(
+                    f"topic {topic!r} is claimed by a route and by the template {pattern!r}: "
+                    "narrow the template's pattern or remove the route"
+                    for topic, pattern in claimed
+                )
+            )
         if self.connector is not None:
             unrouted = [t for t in self.connector.tables if self.table_of_topic(self.connector.topic(t)) is None]
             if unrouted:
                 topics = [self.connector.topic(t) for t in unrouted]
-                raise ValueError(f"connector.tables {unrouted}: no route takes their topics {topics}")
-        avro = [t.name for t in self.tables if t.format != "json" or (t.key_format or "json") != "json"]
+                raise ValueError(
+                    f"connector.tables {unrouted}: no route or template takes their topics {topics}"
+                )
+        samples = [*self.tables, *(t.sample() for t in self.templates)]
+        avro = [t.name for t in samples if t.may_be_avro]
         if avro and self.schema_registry is None:
             raise ValueError(f"tables {avro} read Avro (`format`/`key_format`) but no `schema_registry` is configured")
         return self
 
     def table_of_topic(self, topic: str) -> str | None:
-        """The table the first matching route feeds from `topic` (as `routing.route` decides), or None."""
+        """The table `topic` feeds: the first matching route's, else the one template that matches derives; or None."""
         for r in self.routes:
-            if r.topic == topic or (r.pattern is not None and re.fullmatch(r.pattern, topic)):
+            if r.topic == topic or (
+                r.pattern is not None and route_regex.compiled(r.pattern).fullmatch(topic)
+            ):
                 return r.table
-        return None
+        claims = self.template_claims(topic)
+        return claims[0][1] if len(claims) == 1 and IDENTIFIER.match(claims[0][1]) else None
+
+    def template_claims(self, topic: str) -> list[tuple[TableTemplate, str, dict[str, str]]]:
+        """Every template matching `topic`, with the table name it derives and the named groups (one: the topic's template)."""
+        claims = []
+        for template in self.templates:
+            groups = template.match(topic)
+            if groups is not None:
+                claims.append((template, template.derive_name(groups), groups))
+        return claims
+
+    def topic_problems(self, topic: str) -> list[str]:
+        """Why `topic` has no single table: claimed by a route and a template, by two templates, or
+        given a name that is not a table name ([]: it has one table, or none claims it)."""
+        claims = self.template_claims(topic)
+        routed = any(
+            r.topic == topic or (r.pattern and route_regex.compiled(r.pattern).fullmatch(topic))
+            for r in self.routes
+        )
+        patterns = [template.pattern for template, _, _ in claims]
+        if routed and claims:
+            return [
+                f"topic {topic!r} is claimed by a route and by the template(s) {patterns}: narrow the template or remove the route"
+            ]
+        if len(claims) > 1:
+            return [f"topic {topic!r} is matched by the templates {patterns}; narrow their patterns"]
+        bad = [name for _, name, _ in claims if not IDENTIFIER.match(name)]
+        return (
+            [f"topic {topic!r}: the template makes the name {bad[0]!r}, not a valid table name"]
+            if bad
+            else []
+        )
 
     def table(self, name: str) -> TableConfig:
         return next(t for t in self.tables if t.name == name)
+
+    def with_tables(self, made: list[TableConfig]) -> Config:
+        """This configuration with `made` (tables its templates made) beside the declared tables."""
+        return self.model_copy(update={"tables": [*self.tables, *made]})
 
     @property
     def reads_headers(self) -> bool:
         """Does a table need the Kafka records' headers? Flattened tables read the SMT's
         `add.headers`, Avro tables the schema ids Apicurio's serializer puts there; the job reads
         headers only when one of them is configured."""
-        return any(t.mode == "flattened" or t.may_be_avro for t in self.tables)
+        return any(
+            t.mode == "flattened" or t.may_be_avro
+            for t in [*self.tables, *(t.sample() for t in self.templates)]
+        )
 
     def topic_pattern(self) -> str:
-        """One regex covering every route, for Kafka's `subscribePattern`."""
+        """One regex covering every route and template, for Kafka's `subscribePattern`."""
         parts = [re.escape(r.topic) if r.topic else f"(?:{r.pattern})" for r in self.routes]
+        parts += [f"(?:{route_regex.without_names(t.pattern)})" for t in self.templates]
         return "|".join(f"^(?:{p})$" for p in parts)
 
 

@@ -23,6 +23,60 @@ _GROUP_PREFIXES = (
 _PY_ONLY_FLAGS = {"a": "ASCII", "L": "LOCALE"}
 
 
+def _named_groups(pattern: str) -> list[re.Match[str]]:
+    """Where `pattern` opens a named group `(?<name>` (not a lookbehind, not escaped, not in a class)."""
+    found = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            i += 2 if pattern.startswith("[^", i) else 1
+            if pattern[i : i + 1] == "]":  # a literal `]` right after `[` or `[^`
+                i += 1
+            continue
+        elif (group := _NAMED_GROUP.match(pattern, i)) is not None:
+            found.append(group)
+        i += 1
+    return found
+
+
+_NAMED_GROUP = re.compile(r"\(\?<([A-Za-z][A-Za-z0-9]*)>")
+
+
+def _replace_named_groups(pattern: str, opening: str) -> str:
+    out, last = [], 0
+    for group in _named_groups(pattern):
+        out += [pattern[last : group.start()], opening.format(name=group.group(1))]
+        last = group.end()
+    return "".join([*out, pattern[last:]])
+
+
+def python_dialect(pattern: str) -> str:
+    """`pattern` as Python's `re` reads it: Java's named group `(?<name>...)` written `(?P<name>...)`,
+    the one construct of the common subset the two dialects spell differently."""
+    return _replace_named_groups(pattern, "(?P<{name}>")
+
+
+def without_names(pattern: str) -> str:
+    """`pattern` with its named groups made non-capturing: patterns joined by `|` may reuse a name."""
+    return _replace_named_groups(pattern, "(?:")
+
+
+def compiled(pattern: str) -> re.Pattern[str]:
+    """`pattern` compiled by Python (named groups in Java's spelling, see `python_dialect`)."""
+    with warnings.catch_warnings():
+        # Python warns about `[[` and `&&` in classes; `problems` reports both with a fix
+        warnings.simplefilter("ignore", FutureWarning)
+        return re.compile(python_dialect(pattern))
+
+
 def problems(pattern: str) -> list[str]:
     """Every construct of `pattern` outside the Python/Java common subset (empty: the pattern is fine).
 
@@ -30,10 +84,7 @@ def problems(pattern: str) -> list[str]:
     docs/configuration.md (route patterns).
     """
     try:
-        with warnings.catch_warnings():
-            # Python warns about `[[` and `&&` in classes; both are reported below with a fix
-            warnings.simplefilter("ignore", FutureWarning)
-            re.compile(pattern)
+        compiled(pattern)
     except re.error as exc:
         return [f"pattern {pattern!r} is not a valid regex: {exc}"]
     found: list[str] = []

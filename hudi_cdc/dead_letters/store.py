@@ -11,7 +11,7 @@ import logging
 from datetime import datetime
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_cdc.events import KAFKA_POSITION
@@ -75,9 +75,12 @@ def store(
     )
 
 
-def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, message: str) -> DataFrame:
-    """Every record of `raw` (Kafka source rows) as a reject with the same reason."""
+def raw_as_rejects(
+    raw: DataFrame, *, table: str | None, error_class: str, message: str | Column
+) -> DataFrame:
+    """Every record of `raw` (Kafka source rows) as a reject with the same reason (or a reason per record)."""
     where = F.format_string(KAFKA_POSITION, F.col("topic"), F.col("partition"), F.col("offset"))
+    reason = F.lit(message) if isinstance(message, str) else message
     return raw.select(
         F.lit(table).cast("string").alias("table"),
         "topic",
@@ -86,6 +89,6 @@ def raw_as_rejects(raw: DataFrame, *, table: str | None, error_class: str, messa
         "key",
         "value",
         F.lit(error_class).alias("error_class"),
-        F.concat(where, F.lit(": " + message)).alias("error_message"),
+        F.concat(where, F.lit(": "), reason).alias("error_message"),
         headers_column(KAFKA_HEADERS in raw.columns).alias(KAFKA_HEADERS),
     )

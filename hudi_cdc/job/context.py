@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 
 from hudi_cdc.config.models import Config
 from hudi_cdc.dead_letters import store as dead_letter_store
+from hudi_cdc.job.catalog import TableCatalog
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,11 @@ class BatchContext:
     """What every step of one batch may need to know."""
 
     config: Config
+    """The declared tables and those the templates had made when the batch started."""
     batch_id: int
+    catalog: TableCatalog | None = None
+    """Makes the tables templates name for the first time; None: no table is made (records of
+    such tables are dead-lettered)."""
 
 
 _DEAD_LETTER_WRITES = threading.Lock()

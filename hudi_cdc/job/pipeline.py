@@ -8,6 +8,7 @@ failure isolation (`job/isolation.py`), tables side by side -> BatchMetrics. A t
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -23,13 +24,16 @@ from hudi_cdc.commit.offsets import first_offsets
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
 from hudi_cdc.decode.records import with_envelope
-from hudi_cdc.fold.tally import survey
+from hudi_cdc.fold.tally import TableRecords, survey
+from hudi_cdc.job.catalog import Unmade
 from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.isolation import apply_isolating
 from hudi_cdc.job.table_batch import apply_table
-from hudi_cdc.kafka.routing import TABLE_COLUMN, route
+from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unrouted_reason
 
 __all__ = ["BatchContext", "each_table", "run_batch"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,6 +46,9 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     # JSON values' envelope parts are found once, as the batch is read, for the survey and decode
     json_tables = [t.name for t in ctx.config.tables if not uses_avro(t)]
     read_envelope = F.col(TABLE_COLUMN).isin(*json_tables) if json_tables else F.lit(False)
+    json_templates = [t for t in ctx.config.templates if not uses_avro(t.sample())]
+    if json_templates:  # tables a template makes in this batch read theirs too
+        read_envelope = read_envelope | (F.col(TABLE_COLUMN).isNotNull() & templated_topic(json_templates))
     routed = with_envelope(route(raw, ctx.config), read_envelope).persist()
     try:
         # tables typed by their JSON envelopes: the survey finds their schemas for decode
@@ -56,11 +63,13 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                     routed.filter(F.col(TABLE_COLUMN).isNull()),
                     table=None,
                     error_class="UnroutedTopic",
-                    message="no route maps this topic to a table; add a `routes` entry or narrow the subscription",
+                    message=unrouted_reason(ctx.config),
                 ),
                 ctx,
             )
-        present = [table for table in ctx.config.tables if table.name in received]
+        tables = {t.name: t for t in ctx.config.tables}
+        tables.update(_made_tables([n for n in received if n not in tables], routed, received, ctx))
+        present = [table for name, table in tables.items() if name in received]
 
         def one_table(table: TableConfig) -> TableMetrics:
             records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
@@ -71,6 +80,31 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
         routed.unpersist()
     metrics.seconds = time.monotonic() - started
     return metrics
+
+
+def _made_tables(
+    names: list[str | None], routed: DataFrame, received: dict[str | None, TableRecords], ctx: BatchContext
+) -> dict[str, TableConfig]:
+    """The tables templates name for the first time in this batch, made; the records of those that
+    cannot be made are dead-lettered (`TableNotMade`, with why) and left out."""
+    made: dict[str, TableConfig] = {}
+    for name in names:
+        if name is None:
+            continue
+        try:
+            if ctx.catalog is None:
+                raise Unmade(
+                    f"table {name!r} is not made here (only a running job makes tables); run the job first"
+                )
+            made[name] = ctx.catalog.make(name, list(received[name].kafka.first), routed)
+        except Unmade as exc:
+            log.error("topic(s) %s: %s", sorted(received[name].kafka.first), exc)
+            records = routed.filter(F.col(TABLE_COLUMN) == name)
+            dead_letter(
+                raw_as_rejects(records, table=name, error_class="TableNotMade", message=str(exc)), ctx
+            )
+            received.pop(name)
+    return made
 
 
 def each_table(apply: Callable[[T], R], tables: list[T], concurrency: int) -> list[R]:

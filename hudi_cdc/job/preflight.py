@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import INDEX_KEY
 from hudi_cdc.config import route_regex
-from hudi_cdc.config.models import Config, check_base_paths
+from hudi_cdc.config.models import Config, TableConfig, check_base_paths
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi import relayout
 from hudi_cdc.hudi.recovery import recover_table_config
@@ -42,19 +42,24 @@ def preflight(spark: SparkSession, config: Config, *, source: str = "the configu
     if problems:
         raise ConfigError(source, [f"routes: {p}" for p in problems])
     check_base_paths(config, fs.HadoopFiles(spark), source=source, local_only=False)
-    for table in config.tables:
-        recover_table_config(spark, table.base_path)
-    problems = version_problems(spark, config) + shape_problems(spark, config) + index_problems(spark, config)
-    problems += [p for p in (relayout.unfinished(spark, table) for table in config.tables) if p]
+    problems = table_problems(spark, config.tables)
     if problems:
         raise ConfigError(source, problems)
     kafka_check.check_reachable(config.kafka)
 
 
-def version_problems(spark: SparkSession, config: Config) -> list[str]:
+def table_problems(spark: SparkSession, tables: list[TableConfig]) -> list[str]:
+    """Steps 3-6 of `preflight` for `tables` (also run for each table a template makes while the job runs)."""
+    for table in tables:
+        recover_table_config(spark, table.base_path)
+    problems = version_problems(spark, tables) + shape_problems(spark, tables) + index_problems(spark, tables)
+    return problems + [p for p in (relayout.unfinished(spark, table) for table in tables) if p]
+
+
+def version_problems(spark: SparkSession, tables: list[TableConfig]) -> list[str]:
     """Tables stored at a higher Hudi table version than their `table_version` (see `preflight`)."""
     problems = []
-    for table in config.tables:
+    for table in tables:
         stored = table_version(spark, table.base_path)
         if stored is None or stored == table.table_version:
             continue
@@ -73,7 +78,7 @@ def version_problems(spark: SparkSession, config: Config) -> list[str]:
     return problems
 
 
-def shape_problems(spark: SparkSession, config: Config) -> list[str]:
+def shape_problems(spark: SparkSession, tables: list[TableConfig]) -> list[str]:
     """Tables whose `key`, `partition_by` or `type` differ from what their Hudi table was created with.
 
     Hudi fixes them in `hoodie.properties` and refuses every write that asks for others ("Config
@@ -81,7 +86,7 @@ def shape_problems(spark: SparkSession, config: Config) -> list[str]:
     isolated alone and dead-lettered).
     """
     problems = []
-    for table in config.tables:
+    for table in tables:
         created = created_with(spark, table.base_path)
         if created is None:
             continue
@@ -103,7 +108,7 @@ def _shown(value: str | tuple[str, ...]) -> str:
     return value if isinstance(value, str) else "[" + ", ".join(value) + "]"
 
 
-def index_problems(spark: SparkSession, config: Config) -> list[str]:
+def index_problems(spark: SparkSession, tables: list[TableConfig]) -> list[str]:
     """Tables whose `index`/`buckets` would change a bucket layout their files were written with.
 
     Hudi keeps a bucket table's layout in its file names only: written with another number of
@@ -112,7 +117,7 @@ def index_problems(spark: SparkSession, config: Config) -> list[str]:
     (`offsets.INDEX_KEY`); a table with no such record was not written with a bucket index.
     """
     problems = []
-    for table in config.tables:
+    for table in tables:
         if not table_exists(spark, table.base_path):
             continue
         wanted = index_layout(table)

@@ -52,9 +52,9 @@ class JobMetrics:
         self.config = config
         self.end_offsets = end_offsets
         self.pending_compactions = pending_compactions
-        self.mor_tables = [t.name for t in config.tables if t.type == "MERGE_ON_READ"]
+        self.mor_tables: list[str] = []
         self.applied: dict[str, dict[str, dict[str, int]]] = {}
-        self.tables = [t.name for t in config.tables]
+        self.tables: list[str] = []
         self.registry = CollectorRegistry()
         labels = ["job", "table"]
         self.records = Counter(
@@ -134,15 +134,22 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
-        for table in self.tables:
-            # every table is visible from the start, with zero counts
+        self.track(config)
+        self.unrouted.labels(self.job)
+
+    def track(self, config: Config) -> None:
+        """Follow `config`'s tables (a template makes new ones while the job runs): each visible from then on, with zero counts."""
+        self.config = config
+        self.mor_tables = [t.name for t in config.tables if t.type == "MERGE_ON_READ"]
+        new = [t.name for t in config.tables if t.name not in self.tables]
+        self.tables = [t.name for t in config.tables]
+        for table in new:
             for outcome in OUTCOMES:
                 self.records.labels(self.job, table, outcome)
             self.read.labels(self.job, table)
             self.behind_watermark.labels(self.job, table)
             self.lost.labels(self.job, table)
             self.hive_sync_lagging.labels(self.job, table).set(0)
-        self.unrouted.labels(self.job)
 
     def observe(self, batch: BatchMetrics, *, now: float | None = None, consumed: Positions | None = None) -> None:
         """Fold one batch's counts in.

@@ -23,6 +23,7 @@ from hudi_cdc.config.models import Config
 from hudi_cdc.dead_letters.ops import purge
 from hudi_cdc.errors import CdcError, KafkaDataLossError, KafkaLostError
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
+from hudi_cdc.job.catalog import TableCatalog
 from hudi_cdc.job.failures import kafka_data_loss, kafka_fault
 from hudi_cdc.job.pipeline import BatchContext, run_batch
 from hudi_cdc.job.preflight import preflight
@@ -54,9 +55,10 @@ def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Conf
     return sorted(name for name, state in states.items() if state.lagging)
 
 
-def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> BatchListener | None:
+def prometheus_listener(spark: SparkSession, catalog: TableCatalog, *, once: bool) -> BatchListener | None:
     """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
     `job.metrics_textfile`; None when neither is configured."""
+    config = catalog.config
     port, textfile = config.job.metrics_port, config.job.metrics_textfile
     if (port is None or once) and textfile is None:
         return None
@@ -68,7 +70,7 @@ def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> B
     metrics = JobMetrics(
         config,
         end_offsets=Watermarks(config.kafka).ends,
-        pending_compactions=lambda name: pending_compactions(spark, config.table(name).base_path),
+        pending_compactions=lambda name: pending_compactions(spark, catalog.config.table(name).base_path),
     )
     if port is not None and not once:
         metrics.serve(port)
@@ -77,6 +79,7 @@ def prometheus_listener(spark: SparkSession, config: Config, *, once: bool) -> B
         metrics.write_textfile(textfile)
 
     def observe(batch: BatchMetrics) -> None:
+        metrics.track(catalog.config)
         metrics.observe(batch, consumed=planned_end(spark, config.job.checkpoint_dir, batch.batch_id))
         if textfile is not None:
             metrics.write_textfile(textfile)
@@ -99,10 +102,12 @@ def run(
     Spark's StreamingQueryException, so the CLI prints its text alone.
     """
     apply_hadoop_conf(spark, config.job.hadoop_conf)  # the session may come from spark-submit or a script
+    catalog = TableCatalog(spark, config)
+    config = catalog.config  # with the tables templates made in earlier runs
     preflight(spark, config, source=source)
     apply_retention(spark, config)
     metastore = metastore_sync(config)
-    listeners = [listener for listener in (on_batch, prometheus_listener(spark, config, once=once)) if listener is not None]
+    listeners = [listener for listener in (on_batch, prometheus_listener(spark, catalog, once=once)) if listener is not None]
 
     stopped_by: list[CdcError] = []
     # a lenient run counts what it goes past; otherwise Spark stops at a gap
@@ -110,10 +115,12 @@ def run(
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         try:
-            metrics = run_batch(batch, BatchContext(config=config, batch_id=batch_id))
+            metrics = run_batch(
+                batch, BatchContext(config=catalog.config, batch_id=batch_id, catalog=catalog)
+            )
         except Exception as exc:
             # records the batch's plan names but Kafka deleted meanwhile fail where they are read
-            lost = _data_loss(config, exc)
+            lost = _data_loss(catalog.config, exc)
             if lost is not None:
                 stopped_by.append(lost)
                 raise lost from exc
@@ -124,7 +131,7 @@ def run(
             gaps.count(batch_id, metrics)
         if metastore is not None:
             # after every data commit of the batch: an outage delays registration, never data
-            metrics.hive_sync_lagging = sync_after_batch(spark, metastore, config, metrics)
+            metrics.hive_sync_lagging = sync_after_batch(spark, metastore, catalog.config, metrics)
         metrics.log()
         for listener in listeners:
             listener(metrics)
@@ -139,17 +146,17 @@ def run(
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=spark_interval(interval))
     if metastore is not None:
         # a sync that failed before a restart, or tables never registered
-        metastore.sync_due(spark, config.tables)
+        metastore.sync_due(spark, catalog.config.tables)
     query = writer.start()
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
     try:
         # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
         while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
             if metastore is not None:
-                metastore.sync_due(spark, config.tables)
+                metastore.sync_due(spark, catalog.config.tables)
     except StreamingQueryException as exc:
         if not stopped_by:
-            lost = _data_loss(config, exc)  # found while planning a batch
+            lost = _data_loss(catalog.config, exc)  # found while planning a batch
             if lost is not None:
                 raise lost from exc
             reason = kafka_fault(exc)
@@ -164,7 +171,7 @@ def run(
         # keeps its own cause, e.g. Hudi's exception)
         raise stopped_by[-1]
     if metastore is not None:
-        metastore.sync_due(spark, config.tables)
+        metastore.sync_due(spark, catalog.config.tables)
 
 
 def _data_loss(config: Config, exc: BaseException) -> KafkaDataLossError | None:

@@ -45,6 +45,11 @@ def check_reachable(kafka: KafkaSource) -> int:
     Returns within `kafka.connect_timeout` (plus client start-up): the metadata request is the
     only call that waits.
     """
+    return len(topic_names(kafka))
+
+
+def topic_names(kafka: KafkaSource) -> list[str]:
+    """The brokers' topics (internal ones included), sorted; KafkaUnreachableError as `check_reachable`."""
     timeout = kafka.connect_timeout.total_seconds()
     began = time.monotonic()
     try:
@@ -55,7 +60,7 @@ def check_reachable(kafka: KafkaSource) -> int:
             kafka.bootstrap_servers, timeout=format_duration(kafka.connect_timeout), reason=_reason(exc)
         ) from None
     log.info("kafka %s answered in %.1fs (%d topics)", kafka.bootstrap_servers, time.monotonic() - began, len(metadata.topics))
-    return len(metadata.topics)
+    return sorted(metadata.topics)
 
 
 _UNKNOWN_SETTING = re.compile(r'No such configuration property: "([^"]+)"')

@@ -61,3 +61,54 @@ def test_demo_config_routes_its_sharded_orders_topics(spark: SparkSession, monke
     config = load_config(Path(__file__).parents[3] / "schemas" / "demo.yaml")
 
     assert _tables(spark, config, ["shop.inventory.orders_2"]) == {"shop.inventory.orders_2": "orders"}
+
+
+def test_templates_name_tables_from_the_topic_and_routes_win(spark: SparkSession) -> None:
+    from hudi_cdc.kafka.routing import unrouted_reason
+
+    config = parse_config(
+        {
+            "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
+            "job": {"checkpoint_dir": "/tmp/cp", "dead_letter_path": "/tmp/dl"},
+            "tables": [{"name": "customers", "key": ["id"], "base_path": "/tmp/c"}],
+            "routes": [{"pattern": r"srv\.db\.customers(_\d+)?", "table": "customers"}],
+            "templates": [
+                {"pattern": r"srv\.(?<db>[a-z]+)\.(?<table>[a-z_0-9]+)", "name": "{db}_{table}", "base_path": "/lake/{name}"},
+                {"pattern": r"srv\.billing\.(?<table>[a-z]+)", "base_path": "/billing/{name}"},
+            ],
+        }
+    )
+    topics = ["srv.db.customers", "srv.db.customers_2", "srv.db.orders", "srv.shop.line_items", "srv.billing.invoices",
+              "srv.db.9lives", "other"]  # fmt: skip
+    raw = spark.createDataFrame([(t, i) for i, t in enumerate(topics)], "topic string, offset long")
+    rows = {r["topic"]: r for r in route(raw, config).withColumn("why", unrouted_reason(config)).collect()}
+
+    assert {t: r[TABLE_COLUMN] for t, r in rows.items()} == {
+        "srv.db.customers": "customers",  # the route, though the first template matches too
+        "srv.db.customers_2": "customers",
+        "srv.db.orders": "db_orders",
+        "srv.shop.line_items": "shop_line_items",
+        "srv.billing.invoices": None,  # both templates match it
+        "srv.db.9lives": "db_9lives",  # starts with a letter: a valid name
+        "other": None,
+    }
+    assert "two or more `templates`" in rows["srv.billing.invoices"]["why"]
+    assert "no route maps this topic" in rows["other"]["why"]
+    assert [config.table_of_topic(t) for t in topics] == [rows[t][TABLE_COLUMN] for t in topics]
+
+
+def test_a_derived_name_that_is_no_table_name_is_left_unrouted_with_the_name(spark: SparkSession) -> None:
+    from hudi_cdc.kafka.routing import unrouted_reason
+
+    config = parse_config(
+        {
+            "kafka": {"bootstrap_servers": "127.0.0.1:9092"},
+            "job": {"checkpoint_dir": "/tmp/cp", "dead_letter_path": "/tmp/dl"},
+            "templates": [{"pattern": r"srv\.db\.(?<table>.+)", "base_path": "/lake/{name}"}],
+        }
+    )
+    raw = spark.createDataFrame([("srv.db.my-table", 0), ("srv.db.ok", 1)], "topic string, offset long")
+    rows = {r["topic"]: r for r in route(raw, config).withColumn("why", unrouted_reason(config)).collect()}
+    assert rows["srv.db.ok"][TABLE_COLUMN] == "ok"
+    assert rows["srv.db.my-table"][TABLE_COLUMN] is None
+    assert '["my-table"]' in rows["srv.db.my-table"]["why"] and "not a valid table name" in rows["srv.db.my-table"]["why"]
