@@ -50,6 +50,8 @@ class Job:
     """`job:` settings of every run (e.g. `table_concurrency`)."""
     lake: str | None = None
     """Where tables, checkpoint and dead letters live (an `s3a://` URI), instead of under `root`."""
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    """`templates:` of the configuration (beside `tables`, which may then be empty)."""
 
     @property
     def database(self) -> str:
@@ -84,6 +86,7 @@ class Job:
                 {"base_path": self.path(t["name"]), "hive": {"database": self.database}, **t}
                 for t in self.tables
             ],
+            **({"templates": self.templates} if self.templates else {}),
             **({"schema_registry": self.schema_registry} if self.schema_registry else {}),
         }
 
