@@ -172,26 +172,56 @@ class RegistryUnavailableError(TransientError):
         )
 
 
+def table_repair(table: str) -> str:
+    """What to check when a table's batch fails as the table's, the storage's or Kafka's fault."""
+    return (
+        "Check that the storage and Kafka are reachable; for a metadata table that cannot be read, "
+        f"stop the job, run `hudi-cdc rebuild-metadata {table}` (Hudi rebuilds the metadata table from the "
+        "data files at the next commit) and start again."
+    )
+
+
 class TableFailure(TransientError):
     """A table's batch could not be written because the table, its storage or Kafka failed, not a record.
 
-    Nothing of the batch was dead-lettered; the job stops and Kafka keeps the batch. `positions`
-    names the batch's records, e.g. `orders[0]@120..180`.
+    Nothing of the batch was dead-lettered. With `job.on_table_failure: park` (and not Kafka's
+    fault) the table is parked and the others go on (`job.parking`); otherwise the job stops and
+    Kafka keeps the batch. `positions` names the batch's records, e.g. `orders[0]@120..180`.
     """
 
-    def __init__(self, table: str, *, batch_id: int, positions: str, reason: str, error: str) -> None:
+    def __init__(self, table: str, *, batch_id: int, positions: str, reason: str, error: str, kafka: bool = False) -> None:
         self.table = table
         self.batch_id = batch_id
         self.positions = positions
         self.reason = reason
+        self.error = error
+        self.kafka = kafka
+        """Kafka failed, not the table: every table would fail alike, so the job stops."""
         super().__init__(
-            f"table {table}: batch {batch_id} ({positions}) could not be written: {reason}\n"
-            f"  {error}\n"
+            f"{self.cause}\n"
             "No record was dead-lettered: this failure is the table's, the storage's or Kafka's, not a record's. "
             "The job stops; restarted, it reads the batch again (Hudi rolls the failed commit back first). "
-            "If it fails the same way again: check that the storage and Kafka are reachable; for a metadata "
-            f"table that cannot be read, stop the job, run `hudi-cdc rebuild-metadata {table}` (Hudi rebuilds "
-            "the metadata table from the data files at the next commit) and start again."
+            f"If it fails the same way again: {table_repair(table)}"
+        )
+
+    @property
+    def cause(self) -> str:
+        """What failed, where: the table, the batch's records, the reason and the error."""
+        return f"table {self.table}: batch {self.batch_id} ({self.positions}) could not be written: {self.reason}\n  {self.error}"
+
+
+class TablesParked(TransientError):
+    """A `--once` run ended with tables parked: the other tables were written; these wait in Kafka."""
+
+    def __init__(self, causes: dict[str, str]) -> None:
+        self.tables = sorted(causes)
+        listed = "\n".join(f"- {causes[t]}" for t in self.tables)
+        super().__init__(
+            f"{len(causes)} table(s) parked: {', '.join(self.tables)}\n{listed}\n"
+            "No record was dead-lettered: the other tables were written, and these tables' records wait in Kafka. "
+            "The next run tries them first and applies what they missed, in order. "
+            + " ".join(table_repair(t) for t in self.tables[:1])
+            + (" (the same for the other tables)" if len(self.tables) > 1 else "")
         )
 
 

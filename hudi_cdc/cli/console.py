@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -128,16 +128,47 @@ def _table_row(table: TableConfig, *, source: str) -> dict[str, str]:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @catch_errors
 def status(config_path: str, as_json: bool) -> None:
-    """Per table: last commit, what it applied through, compaction and file statistics."""
+    """Per table: last commit, what it applied through, compaction and file statistics, and whether it is parked."""
     from hudi_cdc.hudi.hive_sync import read_state, state_path
     from hudi_cdc.hudi.status import table_status
     from hudi_cdc.job.catalog import with_made_tables
+    from hudi_cdc.job.parking import read_parked
 
     config = load_config(config_path)
     spark = _session(config.job, "status")
     config = with_made_tables(spark, config)
     sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
-    output_for(as_json).table("tables", [table_status(spark, t, sync).as_row() for t in config.tables])
+    parked = {p.table: p for p in read_parked(spark, config.job.checkpoint_dir)}
+    rows = []
+    for table in config.tables:
+        row = table_status(spark, table, sync).as_row()
+        if table.name in parked:
+            p = parked[table.name]
+            row |= {"parked": p.cause.partition("\n")[0], "parked_since": datetime.fromtimestamp(p.since, UTC).isoformat(),
+                    "parked_backlog": p.backlog, "retries": p.attempts}  # fmt: skip
+        rows.append(row)
+    output_for(as_json).table("tables", rows)
+
+
+@cli.command("retry-table")
+@config_option
+@click.argument("table")
+@catch_errors
+def retry_table(config_path: str, table: str) -> None:
+    """Have the running job try parked TABLE again now (its next trigger), instead of after its backoff.
+
+    A job that is not running tries every parked table first when it starts.
+    """
+    from hudi_cdc.job.parking import read_parked, retry_request_path
+    from hudi_cdc.spark import fs
+
+    config = load_config(config_path)
+    spark = _session(config.job, "retry-table")
+    parked = [p.table for p in read_parked(spark, config.job.checkpoint_dir)]
+    if table not in parked:
+        raise ConfigError(config_path, [f"table {table!r} is not parked; parked tables: {', '.join(parked) or 'none'}"])
+    fs.write_text(spark, retry_request_path(config.job.checkpoint_dir, table), "retry\n")
+    output_for(False).message(f"table {table}: the running job tries it again at its next trigger")
 
 
 @cli.command()

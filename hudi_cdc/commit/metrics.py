@@ -47,6 +47,9 @@ class TableMetrics:
     """Offsets of the table's topics the batch skipped unread, in a run with `kafka.fail_on_data_loss:
     false`: deleted before it read them, or a recreated topic's first ones (`hudi_cdc.kafka.gaps`).
     Never read, so outside `read`."""
+    parked: int = 0
+    """Records of the batch set aside because the table is parked (`job.parking`). Never applied
+    in this batch, so outside `read`: they are read again, and counted, when the table catches up."""
     upserted_rows: int = 0
     deleted_rows: int = 0
     commit_time: str | None = None
@@ -75,7 +78,7 @@ class TableMetrics:
 
     def absorb(self, other: TableMetrics) -> None:
         """Add the counts of `other` (a part of the same batch) to these; its newest commit wins."""
-        for name in (*COUNTED, "upserted_rows", "deleted_rows", "lost"):
+        for name in (*COUNTED, "upserted_rows", "deleted_rows", "lost", "parked"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.commit_time = other.commit_time or self.commit_time
         self.write = other.write or self.write
@@ -109,6 +112,8 @@ class BatchMetrics:
     """Tables whose newest commit is not registered in the metastore yet (retried next batch)."""
     first_read: dict[str, dict[str, int]] = field(default_factory=dict)
     """topic -> partition -> the first Kafka offset the batch read (any table's or unrouted)."""
+    parked: dict[str, int] = field(default_factory=dict)
+    """Tables parked after the batch -> records set aside while parked (`job.parking`)."""
 
     @property
     def read(self) -> int:

@@ -477,6 +477,11 @@ class JobConfig(_Frozen):
     """A continuous run serves Prometheus metrics on http://<driver>:<port>/metrics; None: off."""
     metrics_textfile: str | None = None
     """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
+    on_table_failure: Literal["park", "stop"] = "park"
+    """What a failure of one table's storage or Hudi table does (`TableFailure`; Kafka's failures
+    always stop the job). park: the table is set aside and the others go on; it catches up from
+    Kafka, in order, when a retry succeeds (docs/operations.md, parked tables); a `--once` run
+    then exits 1 naming it. stop: the job stops and Kafka keeps the batch."""
     table_concurrency: int = Field(default=1, ge=1, le=64)
     """Tables of one batch processed at once, each in its own driver thread of the same Spark application; 1: one after another."""
     hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials

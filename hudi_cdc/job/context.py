@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from hudi_cdc.config.models import Config
 from hudi_cdc.dead_letters import store as dead_letter_store
 from hudi_cdc.job.catalog import TableCatalog
+from hudi_cdc.job.parking import ParkingLot
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class BatchContext:
     catalog: TableCatalog | None = None
     """Makes the tables templates name for the first time; None: no table is made (records of
     such tables are dead-lettered)."""
+    parking: ParkingLot | None = None
+    """Where a table that fails as a table is parked; None: its failure stops the job."""
 
 
 _DEAD_LETTER_WRITES = threading.Lock()

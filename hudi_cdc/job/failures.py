@@ -44,6 +44,9 @@ TABLE_EXCEPTIONS = frozenset(
         "InvalidTableException",
         "TableNotFoundException",
         "HoodieRemoteException",  # the embedded timeline server
+        # an operation the table cannot do: compacting a copy-on-write table whose settings say
+        # merge-on-read (measured: each split part committed, then failed the compaction again)
+        "HoodieNotSupportedException",
     )
 )
 """Hudi exceptions (and their subclasses) that speak of the table, never of one record."""
@@ -80,6 +83,10 @@ SHADED_PACKAGES = ("org.apache.hudi.org.", "org.apache.hudi.com.", "org.apache.h
 """Libraries the Hudi bundle relocates under its own package (HBase's HFile reader, Jackson...)."""
 
 
+KAFKA_FAULT = "Kafka failed"
+"""How `environment_fault` begins the reason when Kafka, not the table, failed."""
+
+
 def environment_fault(exc: BaseException) -> str | None:
     """Why `exc` is a failure of the table, its storage or Kafka, not a record's; None when records may be at fault."""
     try:
@@ -88,7 +95,7 @@ def environment_fault(exc: BaseException) -> str | None:
             if TABLE_EXCEPTIONS & set(lineage):
                 return f"Hudi failed on the table itself ({lineage[0]})"
             if lineage[0].startswith(KAFKA_PACKAGE):
-                return f"Kafka failed ({lineage[0]}: {throwable.getMessage()})"
+                return f"{KAFKA_FAULT} ({lineage[0]}: {throwable.getMessage()})"
         if not chain:
             return None
         root, lineage = chain[-1]

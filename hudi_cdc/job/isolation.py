@@ -22,7 +22,7 @@ from hudi_cdc.errors import CdcError, TableFailure
 from hudi_cdc.fold.tally import TableRecords, survey_table
 from hudi_cdc.hudi.table_options import heartbeat_expiry_seconds
 from hudi_cdc.job.context import BatchContext, dead_letter
-from hudi_cdc.job.failures import environment_fault, held_by_a_fresh_heartbeat
+from hudi_cdc.job.failures import KAFKA_FAULT, environment_fault, held_by_a_fresh_heartbeat
 from hudi_cdc.spark.session import error_summary
 
 log = logging.getLogger(__name__)
@@ -151,8 +151,9 @@ def _raise_if_environment_fault(exc: Exception, received: TableRecords, table: T
         positions=received.kafka.describe(),
         reason=reason,
         error=error_summary(exc),
+        kafka=reason.startswith(KAFKA_FAULT),
     )
-    log.error("%s", failure)
+    log.error("%s", failure.cause)
     raise failure from exc
 
 

@@ -24,14 +24,17 @@ from hudi_cdc.commit.offsets import first_offsets
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
 from hudi_cdc.decode.records import with_envelope
-from hudi_cdc.fold.tally import TableRecords, survey
+from hudi_cdc.errors import CdcError, TableFailure
+from hudi_cdc.fold.tally import TableRecords, survey, survey_table
 from hudi_cdc.job.catalog import Unmade
 from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.isolation import apply_isolating
 from hudi_cdc.job.table_batch import apply_table
 from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unrouted_reason
+from hudi_cdc.kafka.source import kafka_range
+from hudi_cdc.spark.session import error_summary
 
-__all__ = ["BatchContext", "each_table", "run_batch"]
+__all__ = ["BatchContext", "catch_up", "each_table", "run_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +72,91 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
             )
         tables = {t.name: t for t in ctx.config.tables}
         tables.update(_made_tables([n for n in received if n not in tables], routed, received, ctx))
-        present = [table for name, table in tables.items() if name in received]
+        parked = {p.table for p in ctx.parking.parked()} if ctx.parking is not None else set()
+        parked_now: list[TableFailure] = []  # list.append is atomic: tables may run in threads
+        present = [table for name, table in tables.items() if name in received or name in parked]
 
         def one_table(table: TableConfig) -> TableMetrics:
+            batch = received.get(table.name)
+            if ctx.parking is not None and ctx.parking.get(table.name) is not None:
+                with ctx.parking.handling():
+                    if ctx.parking.get(table.name) is not None:  # not caught up meanwhile
+                        return _parked_table(table, batch, ctx)
+            if batch is None:
+                return TableMetrics(table=table.name)  # caught up meanwhile, nothing in this batch
             records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
-            return apply_isolating(apply_table, records, received[table.name], table, ctx)
+            try:
+                return apply_isolating(apply_table, records, batch, table, ctx)
+            except TableFailure as failure:
+                if ctx.parking is None or failure.kafka or ctx.config.job.on_table_failure == "stop":
+                    raise
+                ctx.parking.park(failure, batch.kafka, batch.read)
+                parked_now.append(failure)
+                return TableMetrics(table=table.name, parked=batch.read, error=f"parked: {failure.reason}")
 
         metrics.tables.extend(each_table(one_table, present, ctx.config.job.table_concurrency))
     finally:
         routed.unpersist()
+    if ctx.parking is not None:
+        # before the batch returns, so before Spark records its offsets: a parked table's records
+        # are only skipped once the lot says where they start
+        try:
+            ctx.parking.save()
+        except Exception as exc:
+            if parked_now:  # the checkpoint's storage fails too (one lake): stop, Kafka keeps the batch
+                raise parked_now[0] from exc
+            raise
+        metrics.parked = {p.table: p.backlog for p in ctx.parking.parked()}
     metrics.seconds = time.monotonic() - started
+    return metrics
+
+
+def catch_up(table: TableConfig, ctx: BatchContext) -> TableMetrics | None:
+    """Try parked `table` again when it is due: read what it has not applied from Kafka and apply it.
+
+    None when it is not parked or not due. On success the table leaves the lot; on a failure it
+    stays parked with the new cause and a longer wait. Needs `ctx.parking`.
+    """
+    lot = ctx.parking
+    assert lot is not None, "catch_up needs a parking lot"
+    with lot.handling():
+        parked = lot.get(table.name)
+        if parked is None or not lot.due(table.name):
+            return None
+        log.info("table %s: catching up %s", table.name, parked.pending.describe())
+        try:
+            records = kafka_range(lot.spark, ctx.config, parked.pending)
+            received = survey_table(records, table.name)
+            metrics = apply_isolating(apply_table, records, received, table, ctx)
+        except TableFailure as failure:
+            lot.failed_again(failure)
+            return TableMetrics(table=table.name, error=f"parked: {failure.reason}")
+        except CdcError:
+            raise
+        except Exception as exc:  # its records could not be read again (Kafka deleted them?)
+            unread = TableFailure(
+                table.name, batch_id=ctx.batch_id, positions=parked.pending.describe(),
+                reason="its records could not be read again from Kafka", error=error_summary(exc), kafka=True,
+            )  # fmt: skip
+            lot.failed_again(unread)
+            return TableMetrics(table=table.name, error=f"parked: {unread.reason}")
+        lot.release(table.name)
+        return metrics
+
+
+def _parked_table(table: TableConfig, batch: TableRecords | None, ctx: BatchContext) -> TableMetrics:
+    """A parked table in a batch: its records set aside, then a catch-up when one is due (that
+    includes them: nothing newer than what the table missed is ever applied first)."""
+    assert ctx.parking is not None
+    if batch is not None:
+        ctx.parking.hold(table.name, batch.kafka, batch.read)
+    caught = catch_up(table, ctx)
+    if caught is not None and caught.error is None:
+        return caught
+    parked = ctx.parking.get(table.name)
+    reason = parked.cause.partition("\n")[0] if parked is not None else "parked"
+    metrics = caught or TableMetrics(table=table.name, error=f"parked: {reason}")
+    metrics.parked = batch.read if batch is not None else 0
     return metrics
 
 

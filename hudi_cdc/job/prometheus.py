@@ -128,6 +128,18 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
+        self.parked = Gauge(
+            "hudi_cdc_table_parked",
+            "1 while the table is parked after a failure of its own (the other tables go on; `status` says why).",
+            labels,
+            registry=self.registry,
+        )
+        self.parked_records = Gauge(
+            "hudi_cdc_table_parked_records",
+            "Records of a parked table set aside since it was parked (read again when it catches up).",
+            labels,
+            registry=self.registry,
+        )
         self.compactions_pending = Gauge(
             "hudi_cdc_pending_compactions",
             "Merge-on-read compactions scheduled and not yet run.",
@@ -150,6 +162,7 @@ class JobMetrics:
             self.behind_watermark.labels(self.job, table)
             self.lost.labels(self.job, table)
             self.hive_sync_lagging.labels(self.job, table).set(0)
+            self.parked.labels(self.job, table).set(0)
 
     def observe(self, batch: BatchMetrics, *, now: float | None = None, consumed: Positions | None = None) -> None:
         """Fold one batch's counts in.
@@ -183,11 +196,13 @@ class JobMetrics:
         self.last_batch.labels(self.job).set(now)
         for table in self.tables:
             self.hive_sync_lagging.labels(self.job, table).set(1 if table in batch.hive_sync_lagging else 0)
+            self.parked.labels(self.job, table).set(1 if table in batch.parked else 0)
+            self.parked_records.labels(self.job, table).set(batch.parked.get(table, 0))
         for t in batch.tables:
             self._applied(t.table, t.applied_through)
         for topic, partitions in (consumed or {}).items():
             fed = self.config.table_of_topic(topic)
-            if fed in self.tables:
+            if fed in self.tables and fed not in batch.parked:  # a parked table applied none of them
                 self._applied(fed, {topic: {partition: end - 1 for partition, end in partitions.items()}})
         if self.end_offsets is not None:
             every = {topic: dict(p) for offsets in self.applied.values() for topic, p in offsets.items()}

@@ -21,11 +21,12 @@ from hudi_cdc.commit.metrics import BatchMetrics
 from hudi_cdc.config.durations import spark_interval
 from hudi_cdc.config.models import Config
 from hudi_cdc.dead_letters.ops import purge
-from hudi_cdc.errors import CdcError, KafkaDataLossError, KafkaLostError
+from hudi_cdc.errors import CdcError, KafkaDataLossError, KafkaLostError, TablesParked
 from hudi_cdc.hudi.hive_sync import MetastoreSync, state_path
 from hudi_cdc.job.catalog import TableCatalog
 from hudi_cdc.job.failures import kafka_data_loss, kafka_fault
-from hudi_cdc.job.pipeline import BatchContext, run_batch
+from hudi_cdc.job.parking import ParkingLot
+from hudi_cdc.job.pipeline import BatchContext, catch_up, run_batch
 from hudi_cdc.job.preflight import preflight
 from hudi_cdc.kafka.gaps import LenientGaps
 from hudi_cdc.kafka.source import kafka_source
@@ -34,6 +35,9 @@ from hudi_cdc.spark.session import apply_hadoop_conf
 log = logging.getLogger(__name__)
 
 BatchListener = Callable[[BatchMetrics], None]
+
+CATCH_UP_BATCH = -1
+"""The batch id of a parked table's catch-up outside a stream batch (recorded in its commit, as a replay's)."""
 
 
 def metastore_sync(config: Config) -> MetastoreSync | None:
@@ -109,15 +113,32 @@ def run(
     metastore = metastore_sync(config)
     listeners = [listener for listener in (on_batch, prometheus_listener(spark, catalog, once=once)) if listener is not None]
 
+    lot = ParkingLot(spark, config.job.checkpoint_dir) if config.job.on_table_failure == "park" else None
+
+    def catch_up_parked() -> None:
+        """Parked tables that are due, caught up outside a batch (at start, and while no batch comes)."""
+        if lot is None or not lot.parked():
+            return
+        ctx = BatchContext(config=catalog.config, batch_id=CATCH_UP_BATCH, catalog=catalog, parking=lot)
+        tables = [t for t in catalog.config.tables if lot.get(t.name) is not None]
+        caught = [m for m in (catch_up(t, ctx) for t in tables) if m is not None]
+        if caught:
+            lot.save()  # the new causes and waits, for `status`
+            metrics = BatchMetrics(batch_id=CATCH_UP_BATCH, tables=caught, parked={p.table: p.backlog for p in lot.parked()})
+            if metastore is not None:
+                metrics.hive_sync_lagging = sync_after_batch(spark, metastore, catalog.config, metrics)
+            metrics.log()
+            for listener in listeners:
+                listener(metrics)
+
     stopped_by: list[CdcError] = []
     # a lenient run counts what it goes past; otherwise Spark stops at a gap
     gaps = None if config.kafka.fail_on_data_loss else LenientGaps(spark, config)
 
     def handle(batch: DataFrame, batch_id: int) -> None:
         try:
-            metrics = run_batch(
-                batch, BatchContext(config=catalog.config, batch_id=batch_id, catalog=catalog)
-            )
+            ctx = BatchContext(config=catalog.config, batch_id=batch_id, catalog=catalog, parking=lot)
+            metrics = run_batch(batch, ctx)
         except Exception as exc:
             # records the batch's plan names but Kafka deleted meanwhile fail where they are read
             lost = _data_loss(catalog.config, exc)
@@ -147,6 +168,7 @@ def run(
     if metastore is not None:
         # a sync that failed before a restart, or tables never registered
         metastore.sync_due(spark, catalog.config.tables)
+    catch_up_parked()  # what parked tables missed comes before anything newer
     query = writer.start()
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
     try:
@@ -154,6 +176,7 @@ def run(
         while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
             if metastore is not None:
                 metastore.sync_due(spark, catalog.config.tables)
+            catch_up_parked()
     except StreamingQueryException as exc:
         if not stopped_by:
             lost = _data_loss(catalog.config, exc)  # found while planning a batch
@@ -172,6 +195,11 @@ def run(
         raise stopped_by[-1]
     if metastore is not None:
         metastore.sync_due(spark, catalog.config.tables)
+    configured = {t.name for t in catalog.config.tables}
+    still = {p.table: p.cause for p in lot.parked() if p.table in configured} if lot is not None else {}
+    if still:
+        # a scheduled run tells its orchestrator: the other tables were written, these were not
+        raise TablesParked(still)
 
 
 def _data_loss(config: Config, exc: BaseException) -> KafkaDataLossError | None:

@@ -1,25 +1,58 @@
-"""The job's Kafka source: one streaming DataFrame of every routed topic (Spark's Kafka source)."""
+"""The job's Kafka source: one streaming DataFrame of every routed topic (Spark's Kafka source),
+and the same records of given offset ranges as a batch (a parked table's catch-up)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+import json
+from typing import TypeVar
 
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql.streaming.readwriter import DataStreamReader
+
+from hudi_cdc.commit.offsets import KafkaRange
 from hudi_cdc.config.models import Config
 
 
 def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
     """The streaming DataFrame of every routed topic."""
     kafka = config.kafka
-    reader = (
+    reader = _configured(
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
         .option("subscribePattern", config.topic_pattern())
-        .option("startingOffsets", kafka.starting_offsets)
-        .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
-        .option("includeHeaders", str(config.reads_headers).lower())
+        .option("startingOffsets", kafka.starting_offsets),
+        config,
     )
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
+    return reader.load()
+
+
+def kafka_range(spark: SparkSession, config: Config, kafka: KafkaRange) -> DataFrame:
+    """The records of `kafka` (per topic partition, `first` through `last`, both included), read as
+    a batch with the stream's settings: the same columns and the same transactional view."""
+    assign = {topic: sorted(int(p) for p in partitions) for topic, partitions in kafka.last.items()}
+    starting = {topic: {p: kafka.first[topic][p] for p in partitions} for topic, partitions in kafka.last.items()}
+    ending = {topic: {p: last + 1 for p, last in partitions.items()} for topic, partitions in kafka.last.items()}
+    reader = (
+        spark.read.format("kafka")
+        .option("assign", json.dumps(assign))
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", json.dumps(ending))
+    )
+    return _configured(reader, config).load()
+
+
+Reader = TypeVar("Reader", DataStreamReader, DataFrameReader)
+
+
+def _configured(reader: Reader, config: Config) -> Reader:
+    """The settings the stream and a range read share (a DataStreamReader or a DataFrameReader)."""
+    kafka = config.kafka
+    reader = (
+        reader.option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
+        .option("includeHeaders", str(config.reads_headers).lower())
+    )
     if kafka.min_partitions:
         # Why it keeps the semantics: each record keeps its topic, partition and offset, and the
         # fold orders by the event's position, not by the task that read it.
@@ -30,4 +63,4 @@ def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
     reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in kafka.properties.items():
         reader = reader.option(f"kafka.{key}", value)
-    return reader.load()
+    return reader

@@ -1,12 +1,15 @@
-"""A failure of the table or its storage stops the job; it never dead-letters good records (rule: nothing lost).
+"""A failure of the table or its storage parks the table (or stops the job); it never dead-letters good records.
 
 Failure isolation splits a failing batch to find the records that break it. When the table's
 metadata table is corrupt, every part fails alike: before failures.py, every record of the
-batch went to the dead-letter store as BatchFailure and the job went on without them.
+batch went to the dead-letter store as BatchFailure and the job went on without them. With
+`job.on_table_failure: park` (the default) the other tables go on and the parked table catches
+up from Kafka, in order, once its storage works again; with `stop` the job stops.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,10 +22,11 @@ from pyspark.sql import SparkSession
 from devkit.debezium import DebeziumTable
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.cli.console import cli
-from hudi_cdc.errors import ConfigError, TableFailure
+from hudi_cdc.errors import ConfigError, TableFailure, TablesParked
 from hudi_cdc.job import stream
+from hudi_cdc.job.stream import CATCH_UP_BATCH
 from tests.support.accounts import COLUMNS, account, accounts_source
-from tests.support.harness import Job
+from tests.support.harness import Job, continuous, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +41,15 @@ def _corrupt_metadata_table(base_path: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "layout",
-    [{}, {"type": "MERGE_ON_READ", "index": "record_level"}],
-    ids=["cow-simple-index", "mor-record-level-index"],
+    ("layout", "on_failure"),
+    [({}, "stop"), ({"type": "MERGE_ON_READ", "index": "record_level"}, "park")],
+    ids=["cow-simple-index-stop", "mor-record-level-index-park"],
 )
-def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_the_repair(
-    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, layout: dict[str, str]
+def test_a_corrupt_metadata_table_stops_the_table_and_the_batch_is_applied_after_the_repair(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, layout: dict[str, str], on_failure: str
 ) -> None:
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **layout}])
+    job.job_settings = {"on_table_failure": on_failure}
     src = accounts_source(job)
     job.produce("accounts", [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
     job.run()
@@ -55,7 +60,7 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
         for i in range(10, 14)
     ]
     job.produce("accounts", updates)
-    with pytest.raises(TableFailure) as failed:
+    with pytest.raises(TableFailure if on_failure == "stop" else TablesParked) as failed:
         job.run()
     message = str(failed.value)
     assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
@@ -68,10 +73,13 @@ def test_a_corrupt_metadata_table_stops_the_job_and_the_batch_is_applied_after_t
     assert repaired.exit_code == 0, repaired.output
     assert "metadata table deleted; backup at" in repaired.output
 
-    # Kafka kept the batch: the next run applies it, and Hudi rebuilds the metadata table
+    # Kafka kept the batch: the next run applies it (stop: Spark reads the batch again; park: the
+    # parked table catches up before the stream starts), and Hudi rebuilds the metadata table
     (batch,) = job.run()
+    assert batch.batch_id == (1 if on_failure == "stop" else CATCH_UP_BATCH)
     (metrics,) = batch.tables
     assert (metrics.read, metrics.applied, metrics.dead_letter, metrics.isolated) == (4, 4, 0, 0)
+    assert batch.parked == {}
     expected = [{"id": i, "name": f"m{i}"} for i in range(10, 14)]
     assert [{"id": r["id"], "name": r["name"]} for r in job.rows_spark("accounts")] == expected
     assert [{"id": r["id"], "name": r["name"]} for r in job.rows_hudi_rs("accounts")] == expected
@@ -105,34 +113,64 @@ def _refusing_writes(table: Path) -> Iterator[None]:
             aside.rename(temp)
 
 
-def test_storage_that_refuses_writes_stops_the_job_and_the_batch_is_applied_once_it_accepts_them(
+def test_a_table_whose_storage_refuses_writes_is_parked_the_others_go_on_and_it_catches_up_in_order(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
     direct_markers = {"hoodie.write.markers.type": "DIRECT"}
-    job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], "hoodie_options": direct_markers}])
-    src = accounts_source(job)
-    job.produce("accounts", [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
+    job = Job(spark, kafka, tmp_path, [
+        {"name": "accounts", "key": ["id"], "hoodie_options": direct_markers},
+        {"name": "orders", "key": ["id"]},
+    ])  # fmt: skip
+    accounts = accounts_source(job)
+    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=COLUMNS, key=["id"])
+    job.produce("accounts", [accounts.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
+    job.produce("orders", [orders.change("c", after=account(i, f"o{i}", "1.00"), pos=100 + i) for i in range(3)])
     job.run()
-    job.produce("accounts", [src.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(20, 24)])
+    config = str(job.config_file())
 
-    # new data files cannot be created: the storage refuses the write, whatever the records.
-    # Run as a user runs it: the CLI prints the error's text alone and exits 1
+    # while the storage refuses accounts' writes: its changes wait (an insert, then an update and
+    # a delete of the same keys in later runs: applied out of order they would leave other rows)
+    parked_runs = [
+        [accounts.change("c", after=account(i, f"n{i}", "1.00"), pos=200 + i) for i in range(20, 24)],
+        [accounts.change("u", after=account(20, "changed", "2.00"), pos=300), accounts.change("d", before=account(21, "n21", "1.00"), pos=301),
+         accounts.change("d", before=account(10, "n10", "1.00"), pos=302)],
+        [accounts.change("c", after=account(21, "again", "3.00"), pos=400)],
+    ]  # fmt: skip
     with _refusing_writes(Path(job.path("accounts"))):
-        failed = CliRunner().invoke(cli, ["run", "--once", "--config", str(job.config_file())])
-    assert failed.exit_code == 1, failed.output
-    message = failed.output
-    assert message.startswith("error: table accounts: batch 1"), message
-    assert "Traceback" not in message and "py4j" not in message
-    assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
-    assert "the storage failed (" in message and "temp" in message, message
-    assert "No record was dead-lettered" in message
-    assert not (tmp_path / "dead_letter").exists()
+        for n, changes in enumerate(parked_runs):
+            job.produce("accounts", changes)
+            job.produce("orders", [orders.change("u", after=account(n, f"o{n}-{len(changes)}", "5.00"), pos=500 + n)])
+            # run as a user runs it: the CLI says what is parked and why, exits 1, no traceback
+            failed = CliRunner().invoke(cli, ["run", "--once", "--config", config])
+            assert failed.exit_code == 1, failed.output
+            assert failed.output.startswith("error: 1 table(s) parked: accounts"), failed.output
+            assert "Traceback" not in failed.output and "py4j" not in failed.output
+            assert "the storage failed (" in failed.output and "temp" in failed.output, failed.output
+            assert "No record was dead-lettered" in failed.output
+            # the other table went on, every run
+            assert job.rows_spark("orders")[n]["name"] == f"o{n}-{len(changes)}"
 
-    # the storage accepts writes again: the restarted job applies the batch Kafka kept
+        status = CliRunner().invoke(cli, ["status", "--config", config, "--json"], catch_exceptions=False)
+        rows = {r["table"]: r for r in json.loads(status.stdout.strip().splitlines()[-1])["rows"]}
+        assert "the storage failed" in rows["accounts"]["parked"] and rows["accounts"]["parked_backlog"] == 8
+        assert rows["accounts"]["retries"] == 2  # each later run tried it first, and it failed again
+        assert "parked" not in rows["orders"]
+        assert [r["id"] for r in job.rows_spark("accounts")] == [10, 11, 12, 13]  # nothing applied meanwhile
+
+    # the storage accepts writes again: the next run catches accounts up, in order, before the stream
+    batches = job.run()
+    assert [b.batch_id for b in batches] == [CATCH_UP_BATCH]
+    (metrics,) = batches[0].tables
+    assert (metrics.read, metrics.dead_letter, metrics.isolated) == (8, 0, 0)
+    rows = {r["id"]: r["name"] for r in job.rows_spark("accounts")}
+    assert rows == {11: "n11", 12: "n12", 13: "n13", 20: "changed", 21: "again", 22: "n22", 23: "n23"}
+    assert not (tmp_path / "dead_letter").exists()
+    assert json.loads((tmp_path / f"{job.checkpoint}_parked.json").read_text()) == []
+    # and it runs with the others again
+    job.produce("accounts", [accounts.change("u", after=account(22, "later", "1.00"), pos=600)])
     (batch,) = job.run()
-    (metrics,) = batch.tables
-    assert (metrics.read, metrics.applied, metrics.dead_letter, metrics.isolated) == (4, 4, 0, 0)
-    assert [r["id"] for r in job.rows_spark("accounts")] == [10, 11, 12, 13, 20, 21, 22, 23]
+    assert [(t.table, t.applied) for t in batch.tables] == [("accounts", 1)]
+    assert {r["id"]: r["name"] for r in job.rows_spark("accounts")}[22] == "later"
 
 
 def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_letters(
@@ -170,13 +208,56 @@ def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_l
     # past the start check (a job started before the change reached it): Hudi's refusal stops the
     # table, as the table's fault, and no record is dead-lettered
     monkeypatch.setattr(stream, "preflight", lambda *args, **kwargs: None)
-    with pytest.raises(TableFailure, match="Hudi refused the table's settings") as failed:
+    with pytest.raises(TablesParked, match="Hudi refused the table's settings") as failed:
         job.run()
-    assert "No record was dead-lettered" in str(failed.value)
+    assert "No record was dead-lettered" in str(failed.value) and "3 table(s) parked" in str(failed.value)
     assert not (tmp_path / "dead_letter").exists()
-    assert {name: job.rows_spark(name) for name in sources} == before
+    refused = ("keyed", "partitioned")  # Hudi refuses their writes; `typed`'s commit lands, then its compaction fails
+    assert {name: job.rows_spark(name) for name in refused} == {name: before[name] for name in refused}
 
     job.tables[:] = created  # restored: the job applies the updates it kept
     job.run()
     for name in sources:
         assert [(r["id"], r["name"]) for r in job.rows_spark(name)] == [(i, f"m{i}") for i in range(3)]
+
+
+def test_a_continuous_job_parks_a_table_and_catches_it_up_without_a_restart(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    direct_markers = {"hoodie.write.markers.type": "DIRECT"}
+    job = Job(spark, kafka, tmp_path, [
+        {"name": "accounts", "key": ["id"], "hoodie_options": direct_markers},
+        {"name": "orders", "key": ["id"]},
+    ])  # fmt: skip
+    accounts = accounts_source(job)
+    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=COLUMNS, key=["id"])
+    job.produce("accounts", [accounts.change("c", after=account(1, "n1", "1.00"), pos=100)])
+    job.produce("orders", [orders.change("c", after=account(1, "o1", "1.00"), pos=100)])
+    job.run()
+
+    with continuous(job) as running:
+        with _refusing_writes(Path(job.path("accounts"))):
+            job.produce("accounts", [accounts.change("c", after=account(i, f"n{i}", "1.00"), pos=200 + i) for i in range(2, 5)])
+            job.produce("accounts", [accounts.change("d", before=account(2, "n2", "1.00"), pos=300)])
+            job.produce("orders", [orders.change("c", after=account(i, f"o{i}", "1.00"), pos=200 + i) for i in range(2, 5)])
+            wait_for("accounts parked, orders written", lambda: running.metrics().get(("hudi_cdc_table_parked", "accounts", "")) == 1
+                     and running.read("orders") == 3, timeout=300)  # fmt: skip
+            samples = running.metrics()
+            assert samples[("hudi_cdc_table_parked_records", "accounts", "")] == 4
+            assert samples[("hudi_cdc_table_parked", "orders", "")] == 0
+            assert [r["id"] for r in job.rows_spark("orders")] == [1, 2, 3, 4]
+            assert [r["id"] for r in job.rows_spark("accounts")] == [1]
+
+        # the storage works again; the operator asks for a try now, with no restart
+        retried = CliRunner().invoke(cli, ["retry-table", "accounts", "--config", str(tmp_path / "job.yaml")])
+        assert retried.exit_code == 0, retried.output
+        request = tmp_path / f"{job.checkpoint}_retry" / "accounts"
+        assert request.exists()
+        wait_for("accounts caught up", lambda: running.metrics().get(("hudi_cdc_table_parked", "accounts", "")) == 0, timeout=300)
+        assert not request.exists(), "the running job did not take the request"
+        job.produce("accounts", [accounts.change("u", after=account(3, "later", "2.00"), pos=400)])
+        wait_for("the update after the catch-up", lambda: {r["id"]: r["name"] for r in job.rows_spark("accounts")} == {1: "n1", 3: "later", 4: "n4"},
+                 timeout=300)  # fmt: skip
+        assert running.process.poll() is None, running.output()
+        assert "table accounts is parked" in running.output(20_000) and "table accounts caught up" in running.output(20_000)
+    assert not (tmp_path / "dead_letter").exists()

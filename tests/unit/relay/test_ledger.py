@@ -201,7 +201,7 @@ def test_connector_section_sets_the_snapshot_keys_per_run() -> None:
 @pytest.mark.parametrize(
     ("connector", "problem"),
     [
-        pytest.param({"tables": ["shop.b"]}, "no route takes their topics ['srv.shop.b']", id="unrouted-table"),
+        pytest.param({"tables": ["shop.b"]}, "no route or template takes their topics ['srv.shop.b']", id="unrouted-table"),
         pytest.param({"tables": ["a"]}, "must be `database.table`", id="bare-table"),
         pytest.param({"config": {**DEBEZIUM, "snapshot.mode": "initial"}}, "set by `hudi-cdc snapshot`", id="owned-key"),
         pytest.param({"config": {k: v for k, v in DEBEZIUM.items() if k != "topic.prefix"}}, "missing Debezium settings ['topic.prefix']", id="missing-key"),
