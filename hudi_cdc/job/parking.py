@@ -89,6 +89,8 @@ class ParkingLot:
         self.clock = clock
         self.serial = threading.RLock()
         self._tables = {p.table: p for p in read_parked(spark, checkpoint_dir)}
+        self._dirty = False
+        """Changed since the last `save` (a lot that never changes is never written: no file, no cost)."""
         for parked in self._tables.values():
             parked.next_try = 0.0  # a (re)start tries every parked table first
             log.warning("table %s is parked (%s); it is tried first", parked.table, parked.cause.partition("\n")[0])
@@ -105,6 +107,7 @@ class ParkingLot:
         """Park `failure.table`, whose records `kafka` were not applied."""
         with self.serial:
             now = self.clock()
+            self._dirty = True
             parked = Parked(table=failure.table, cause=failure.cause, since=now, first={}, last={})
             self._tables[failure.table] = parked
             self.hold(failure.table, kafka, records)
@@ -119,6 +122,7 @@ class ParkingLot:
     def hold(self, table: str, kafka: KafkaRange, records: int) -> None:
         """Add a batch's records of parked `table` to what it must read again."""
         with self.serial:
+            self._dirty = True
             parked = self._tables[table]
             for topic, partitions in kafka.first.items():
                 for partition, offset in partitions.items():
@@ -144,6 +148,7 @@ class ParkingLot:
 
     def failed_again(self, failure: TableFailure) -> None:
         with self.serial:
+            self._dirty = True
             parked = self._tables[failure.table]
             parked.attempts += 1
             parked.cause = failure.cause
@@ -153,6 +158,7 @@ class ParkingLot:
 
     def release(self, table: str) -> None:
         with self.serial:
+            self._dirty = True
             parked = self._tables.pop(table)
             log.info("table %s caught up after %.0f s parked (%d records set aside); it runs with the others again",
                      table, self.clock() - parked.since, parked.backlog)  # fmt: skip
@@ -165,11 +171,14 @@ class ParkingLot:
         the batch Spark then replays), or only the new one, whole (read by `read_parked`).
         """
         with self.serial:
+            if not self._dirty:
+                return
             text = json.dumps([asdict(p) for p in self._tables.values()], indent=1, sort_keys=True)
             path = parked_path(self.checkpoint_dir)
             fs.write_text(self.spark, path + ".new", text + "\n")
             fs.delete(self.spark, path)
             fs.rename(self.spark, path + ".new", path)
+            self._dirty = False
 
     @contextmanager
     def handling(self) -> Iterator[None]:
