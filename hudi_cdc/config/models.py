@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,8 +56,15 @@ class KafkaSource(_Frozen):
     """Extra Kafka client settings passed through as-is (security.protocol, sasl.*, ssl.*); the job
     reads `read_committed` unless `isolation.level` is set here. Values of secret-looking keys are
     never logged."""
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
-    """Where a job with no checkpoint starts reading."""
+    starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = "earliest"
+    """Where a job with no checkpoint starts reading: `earliest`, `latest`, or per topic and
+    partition the first offset to read (`{shop.inventory.orders: {"0": 1200, "1": -2}}`; -2 is
+    the partition's earliest, -1 its latest). Spark then needs every partition of every topic the
+    routes and templates match when the job starts; topics created later start at their earliest."""
+    starting_timestamp: datetime | None = None
+    """A job with no checkpoint starts each partition at its first record stamped at or after this
+    time (ISO 8601, e.g. `2026-12-01T08:00:00Z`; Kafka's record timestamps), instead of
+    `starting_offsets`; a partition with no such record starts at its end."""
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
     """Upper bound of records per micro-batch (None: everything available)."""
     min_partitions: int | None = Field(default=None, gt=0)
@@ -68,6 +75,30 @@ class KafkaSource(_Frozen):
     """Stop when Kafka deleted records the checkpoint still needs (retention shorter than downtime)."""
     connect_timeout: Duration = timedelta(seconds=30)
     """How long `run` waits for the brokers to answer at start before it stops with an error."""
+
+    @field_validator("starting_offsets", mode="before")
+    @classmethod
+    def _partitions_as_text(cls, value: Any) -> Any:
+        # YAML reads `{orders: {0: 1200}}` with an int partition; Spark's JSON names it as text
+        if isinstance(value, Mapping):
+            return {t: ({str(p): o for p, o in parts.items()} if isinstance(parts, Mapping) else parts) for t, parts in value.items()}
+        return value
+
+    @field_validator("starting_offsets")
+    @classmethod
+    def _offsets(cls, value: str | dict[str, dict[str, int]]) -> str | dict[str, dict[str, int]]:
+        if isinstance(value, dict):
+            bad = [f"{topic}[{p}]: {o}" for topic, parts in value.items() for p, o in parts.items() if not p.isdigit() or o < -2]
+            if bad or not value or not all(value.values()):
+                raise ValueError(f"offsets by topic and partition number (>= 0; -2 earliest, -1 latest); wrong: {bad or value}")
+        return value
+
+    @field_validator("starting_timestamp")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("give the time zone (e.g. `2026-12-01T08:00:00Z`): Kafka's timestamps are UTC instants")
+        return value
 
     def redacted_properties(self) -> dict[str, str]:
         """The pass-through properties with secret values masked, for logs and `status`."""

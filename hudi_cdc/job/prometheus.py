@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyspark
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -21,6 +22,7 @@ from prometheus_client import (
     write_to_textfile,
 )
 
+from hudi_cdc import __version__
 from hudi_cdc.commit.metrics import OUTCOMES, BatchMetrics
 from hudi_cdc.config.models import Config
 from hudi_cdc.kafka.lag import Positions, lag
@@ -128,6 +130,13 @@ class JobMetrics:
             labels,
             registry=self.registry,
         )
+        self.build_info = Gauge(
+            "hudi_cdc_build_info",
+            "Always 1; the labels say which hudi_cdc and PySpark the job runs.",
+            ["job", "version", "pyspark"],
+            registry=self.registry,
+        )
+        self.build_info.labels(self.job, __version__, pyspark.__version__).set(1)
         self.parked = Gauge(
             "hudi_cdc_table_parked",
             "1 while the table is parked after a failure of its own (the other tables go on; `status` says why).",
@@ -215,6 +224,8 @@ class JobMetrics:
 
     def _applied(self, table: str, through: Positions) -> None:
         """Remember `through` as the table's applied position where it is further on."""
+        if not through:
+            return  # nothing applied (a parked table): no lag to claim from it
         applied = self.applied.setdefault(table, {})
         for topic, partitions in through.items():
             for partition, offset in partitions.items():

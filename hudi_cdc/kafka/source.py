@@ -16,12 +16,18 @@ from hudi_cdc.config.models import Config
 def kafka_source(spark: SparkSession, config: Config) -> DataFrame:
     """The streaming DataFrame of every routed topic."""
     kafka = config.kafka
+    starting = kafka.starting_offsets
     reader = _configured(
         spark.readStream.format("kafka")
         .option("subscribePattern", config.topic_pattern())
-        .option("startingOffsets", kafka.starting_offsets),
+        .option("startingOffsets", starting if isinstance(starting, str) else json.dumps(starting)),
         config,
     )
+    if kafka.starting_timestamp is not None:
+        # Spark's `startingTimestamp` wins over `startingOffsets`; `latest`: a partition with no
+        # record that late starts at its end (Spark's default strategy fails the query instead)
+        reader = reader.option("startingTimestamp", str(int(kafka.starting_timestamp.timestamp() * 1000)))
+        reader = reader.option("startingOffsetsByTimestampStrategy", "latest")
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
     return reader.load()

@@ -191,3 +191,26 @@ def test_kafka_lag_counts_from_the_offsets_the_batch_consumed_not_its_last_recor
     # partition 0 caught up; partition 1's offsets 7 and 8 are still to be read
     assert _samples(metrics.render())[_key("hudi_cdc_kafka_lag_records", table="customers")] == 2
     assert list(metrics.applied) == ["customers"] and list(metrics.applied["customers"]) == ["t"]
+
+
+def test_parked_tables_are_gauges_and_their_lag_is_not_taken_from_the_batch() -> None:
+    metrics = JobMetrics(_config())
+    parked = TableMetrics(table="orders", parked=4, error="parked: the storage failed")
+    metrics.observe(BatchMetrics(batch_id=0, tables=[parked], parked={"orders": 4}), consumed={"u": {"0": 10}})
+    samples = _samples(metrics.render())
+    assert samples[_key("hudi_cdc_table_parked", table="orders")] == 1
+    assert samples[_key("hudi_cdc_table_parked_records", table="orders")] == 4
+    assert samples[_key("hudi_cdc_table_parked", table="customers")] == 0
+    assert samples[_key("hudi_cdc_table_stopped_batches_total", table="orders")] == 1
+    assert "orders" not in metrics.applied  # the batch consumed its offsets, but it applied none
+    metrics.observe(BatchMetrics(batch_id=1, tables=[TableMetrics(table="orders", read=4, applied=4)]))
+    assert _samples(metrics.render())[_key("hudi_cdc_table_parked", table="orders")] == 0
+
+
+def test_build_info_names_the_versions() -> None:
+    import pyspark
+
+    from hudi_cdc import __version__
+
+    info = [s for s in _samples(JobMetrics(_config()).render()) if s[0] == "hudi_cdc_build_info"]
+    assert info == [("hudi_cdc_build_info", (("job", "shop"), ("pyspark", pyspark.__version__), ("version", __version__)))]
