@@ -113,16 +113,20 @@ def _refusing_writes(table: Path) -> Iterator[None]:
             aside.rename(temp)
 
 
+def _accounts_and_orders(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> tuple[Job, DebeziumTable, DebeziumTable]:
+    """A job of two tables; `accounts` writes its markers directly, so `_refusing_writes` can refuse them."""
+    job = Job(spark, kafka, tmp_path, [
+        {"name": "accounts", "key": ["id"], "hoodie_options": {"hoodie.write.markers.type": "DIRECT"}},
+        {"name": "orders", "key": ["id"]},
+    ])  # fmt: skip
+    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=COLUMNS, key=["id"])
+    return job, accounts_source(job), orders
+
+
 def test_a_table_whose_storage_refuses_writes_is_parked_the_others_go_on_and_it_catches_up_in_order(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
-    direct_markers = {"hoodie.write.markers.type": "DIRECT"}
-    job = Job(spark, kafka, tmp_path, [
-        {"name": "accounts", "key": ["id"], "hoodie_options": direct_markers},
-        {"name": "orders", "key": ["id"]},
-    ])  # fmt: skip
-    accounts = accounts_source(job)
-    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=COLUMNS, key=["id"])
+    job, accounts, orders = _accounts_and_orders(spark, kafka, tmp_path)
     job.produce("accounts", [accounts.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(10, 14)])
     job.produce("orders", [orders.change("c", after=account(i, f"o{i}", "1.00"), pos=100 + i) for i in range(3)])
     job.run()
@@ -224,13 +228,7 @@ def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_l
 def test_a_continuous_job_parks_a_table_and_catches_it_up_without_a_restart(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
-    direct_markers = {"hoodie.write.markers.type": "DIRECT"}
-    job = Job(spark, kafka, tmp_path, [
-        {"name": "accounts", "key": ["id"], "hoodie_options": direct_markers},
-        {"name": "orders", "key": ["id"]},
-    ])  # fmt: skip
-    accounts = accounts_source(job)
-    orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=COLUMNS, key=["id"])
+    job, accounts, orders = _accounts_and_orders(spark, kafka, tmp_path)
     job.produce("accounts", [accounts.change("c", after=account(1, "n1", "1.00"), pos=100)])
     job.produce("orders", [orders.change("c", after=account(1, "o1", "1.00"), pos=100)])
     job.run()
