@@ -124,6 +124,16 @@ def _table_row(table: TableConfig, *, source: str) -> dict[str, str]:
 
 
 @cli.command()
+def schema() -> None:
+    """Print the job file's JSON Schema (for editors' YAML language servers and CI checks)."""
+    import json
+
+    from hudi_cdc.config.json_schema import config_schema
+
+    click.echo(json.dumps(config_schema(), indent=2, sort_keys=True))
+
+
+@cli.command()
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @catch_errors

@@ -10,7 +10,7 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 _UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _DURATION = re.compile(r"^\s*(?P<amount>\d+(?:\.\d+)?)\s+(?P<unit>second|minute|hour|day)s?\s*$", re.I)
@@ -57,9 +57,18 @@ def _coerce(value: Any) -> Any:
     raise ValueError(f"{value!r} is not a duration; write {DURATION_SYNTAX}")
 
 
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+
+JSON_PATTERN = r"^\s*\d+(\.\d+)?\s+(" + "|".join(_any_case(u) for u in _UNITS) + r")[sS]?\s*$"
+"""`_DURATION` in the regex dialect of JSON Schema (ECMA 262: no flags, so cases spelled out)."""
+
 Duration = Annotated[
     timedelta,
     BeforeValidator(_coerce),
     PlainSerializer(format_duration, return_type=str),
+    # as written in the file, not pydantic's ISO 8601 (`PT30S`, which the parser refuses)
+    WithJsonSchema({"type": "string", "pattern": JSON_PATTERN, "examples": ["30 seconds", "5 minutes"]}),
 ]
 """A configuration field holding a duration written as `<number> <unit>`."""
