@@ -58,6 +58,11 @@ class KeyColumnsMissing(TerminalError):
             "of Debezium's Kafka key) and start again."
         )
 
+    @property
+    def cause(self) -> str:
+        """The whole message: what a parked table shows as its cause (`job.parking`)."""
+        return str(self)
+
 
 class MissingJarsError(TerminalError):
     """The Spark session cannot load Hudi's or Kafka's classes: the jars were not given to Spark."""

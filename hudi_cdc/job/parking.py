@@ -1,6 +1,7 @@
 """Parked tables: one table whose storage or Hudi table fails stops itself, not the job.
 
-A table whose batch fails as the table's fault (`TableFailure`, not Kafka's) is parked: the other
+A table whose batch fails as the table's fault (`TableFailure`, not Kafka's; or `KeyColumnsMissing`,
+a key its records do not carry) is parked: the other
 tables of the batch commit, the stream's Kafka position moves on, and the parked table's records
 are left in Kafka. The parking lot remembers, per topic partition, the first offset the table has
 not applied and the last one the stream has read since; it is written beside the checkpoint
@@ -29,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import KafkaRange
 from hudi_cdc.commit.progress import Positions
-from hudi_cdc.errors import TableFailure, TerminalError
+from hudi_cdc.errors import KeyColumnsMissing, TableFailure, TerminalError
 from hudi_cdc.spark import fs
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,10 @@ FIRST_RETRY_SECONDS = 30.0
 """How long a newly parked table waits before it is tried again."""
 MAX_RETRY_SECONDS = 900.0
 """The longest wait between two tries (the wait doubles from FIRST_RETRY_SECONDS up to this)."""
+
+
+TableStop = TableFailure | KeyColumnsMissing
+"""What parks a table: a failure of its storage or Hudi table, or a key its records do not carry."""
 
 
 def parked_path(checkpoint_dir: str) -> str:
@@ -103,7 +108,7 @@ class ParkingLot:
         with self.serial:
             return self._tables.get(table)
 
-    def park(self, failure: TableFailure, kafka: KafkaRange, records: int) -> Parked:
+    def park(self, failure: TableStop, kafka: KafkaRange, records: int) -> Parked:
         """Park `failure.table`, whose records `kafka` were not applied."""
         with self.serial:
             now = self.clock()
@@ -146,7 +151,7 @@ class ParkingLot:
                 return True
             return self.clock() >= parked.next_try
 
-    def failed_again(self, failure: TableFailure) -> None:
+    def failed_again(self, failure: TableStop) -> None:
         with self.serial:
             self._dirty = True
             parked = self._tables[failure.table]

@@ -24,7 +24,7 @@ from hudi_cdc.commit.offsets import first_offsets
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
 from hudi_cdc.decode.records import with_envelope
-from hudi_cdc.errors import CdcError, TableFailure
+from hudi_cdc.errors import CdcError, KeyColumnsMissing, TableFailure
 from hudi_cdc.fold.tally import TableRecords, survey, survey_table
 from hudi_cdc.job.catalog import Unmade
 from hudi_cdc.job.context import BatchContext, dead_letter
@@ -73,7 +73,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
         tables = {t.name: t for t in ctx.config.tables}
         tables.update(_made_tables([n for n in received if n not in tables], routed, received, ctx))
         parked = {p.table for p in ctx.parking.parked()} if ctx.parking is not None else set()
-        parked_now: list[TableFailure] = []  # list.append is atomic: tables may run in threads
+        parked_now: list[TableFailure | KeyColumnsMissing] = []  # list.append is atomic: tables may run in threads
         present = [table for name, table in tables.items() if name in received or name in parked]
 
         def one_table(table: TableConfig) -> TableMetrics:
@@ -87,12 +87,13 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
             records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
             try:
                 return apply_isolating(apply_table, records, batch, table, ctx)
-            except TableFailure as failure:
-                if ctx.parking is None or failure.kafka or ctx.config.job.on_table_failure == "stop":
+            except (TableFailure, KeyColumnsMissing) as failure:
+                kafka = isinstance(failure, TableFailure) and failure.kafka
+                if ctx.parking is None or kafka or ctx.config.job.on_table_failure == "stop":
                     raise
                 ctx.parking.park(failure, batch.kafka, batch.read)
                 parked_now.append(failure)
-                return TableMetrics(table=table.name, parked=batch.read, error=f"parked: {failure.reason}")
+                return TableMetrics(table=table.name, parked=batch.read, error=f"parked: {_first_line(failure.cause)}")
 
         metrics.tables.extend(each_table(one_table, present, ctx.config.job.table_concurrency))
     finally:
@@ -128,9 +129,9 @@ def catch_up(table: TableConfig, ctx: BatchContext) -> TableMetrics | None:
             records = kafka_range(lot.spark, ctx.config, parked.pending)
             received = survey_table(records, table.name)
             metrics = apply_isolating(apply_table, records, received, table, ctx)
-        except TableFailure as failure:
+        except (TableFailure, KeyColumnsMissing) as failure:
             lot.failed_again(failure)
-            return TableMetrics(table=table.name, error=f"parked: {failure.reason}")
+            return TableMetrics(table=table.name, error=f"parked: {_first_line(failure.cause)}")
         except CdcError:
             raise
         except Exception as exc:  # its records could not be read again (Kafka deleted them?)
@@ -154,7 +155,7 @@ def _parked_table(table: TableConfig, batch: TableRecords | None, ctx: BatchCont
     if caught is not None and caught.error is None:
         return caught
     parked = ctx.parking.get(table.name)
-    reason = parked.cause.partition("\n")[0] if parked is not None else "parked"
+    reason = _first_line(parked.cause) if parked is not None else "parked"
     metrics = caught or TableMetrics(table=table.name, error=f"parked: {reason}")
     metrics.parked = batch.read if batch is not None else 0
     return metrics
@@ -183,6 +184,10 @@ def _made_tables(
             )
             received.pop(name)
     return made
+
+
+def _first_line(text: str) -> str:
+    return text.partition("\n")[0]
 
 
 def each_table(apply: Callable[[T], R], tables: list[T], concurrency: int) -> list[R]:
