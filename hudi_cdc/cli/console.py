@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc import __version__
+from hudi_cdc.cli.exit_codes import exit_code
 from hudi_cdc.cli.logs import LogFormat, configure
 from hudi_cdc.cli.output import output_for
 from hudi_cdc.config.models import Config, JobConfig, TableConfig, load_config
@@ -23,7 +24,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def catch_errors(func: F) -> F:
-    """Print a CdcError's message (it says what to do) and exit 1, without a traceback."""
+    """Print a CdcError's message (it says what to do) and exit with its code (`cli.exit_codes`), without a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -31,7 +32,7 @@ def catch_errors(func: F) -> F:
             return func(*args, **kwargs)
         except CdcError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(exit_code(exc))
 
     return wrapper  # type: ignore[return-value]
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from hudi_cdc.cli.exit_codes import REFUSED, exit_code
 from hudi_cdc.cli.output import output_for
 from hudi_cdc.config.models import load_config
 from hudi_cdc.errors import CdcError, RelayRefused
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from hudi_cdc.relay.observe import TableStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
-EXIT_REFUSED = 3
+EXIT_REFUSED = REFUSED
 _BAR_WIDTH = 24
 
 config_option = click.option(
@@ -33,7 +34,7 @@ config_option = click.option(
 
 
 def relay_errors(func: F) -> F:
-    """A refusal exits 3 with its reason, any other CdcError exits 1; no traceback."""
+    """A refusal exits 3 with its reason, any other CdcError with its code (`cli.exit_codes`); no traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -44,7 +45,7 @@ def relay_errors(func: F) -> F:
             sys.exit(EXIT_REFUSED)
         except CdcError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(exit_code(exc))
 
     return wrapper  # type: ignore[return-value]
 

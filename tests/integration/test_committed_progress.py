@@ -100,5 +100,5 @@ def test_a_batch_replayed_after_a_crash_is_neither_applied_nor_counted_twice(
                                  "--wait-until", "2025-11-23T10:00:01.500Z", "--timeout", "2 seconds", "--poll", "1 second"])  # fmt: skip
     assert waited.exit_code == EXIT_NOT_REACHED, waited.output
     unknown = runner.invoke(cli, ["watermark", "nobody", "--config", str(config_file)])
-    assert unknown.exit_code == 1 and "no table 'nobody'" in unknown.output
+    assert unknown.exit_code == 2 and "no table 'nobody'" in unknown.output
 

@@ -113,6 +113,6 @@ def test_validate_with_kafka_shows_each_topics_table_and_refuses_a_topic_two_tem
                                   "base_path": str(tmp_path / "x" / "{name}")})  # fmt: skip
     path.write_text(yaml.safe_dump(document))
     refused = CliRunner().invoke(cli, ["validate", "--config", str(path), "--kafka"], catch_exceptions=False)
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2
     assert f"topic '{prefix}.db.orders' is matched by the templates" in refused.stderr
     assert "line_items" not in refused.stderr  # [a-z]+ stops at `_`: one template claims it
