@@ -69,7 +69,13 @@ def test_unset_variable_fails_validate_without_leaking_secrets(tmp_path: Path, m
 
 def test_exit_codes_tell_a_supervisor_what_to_do() -> None:
     from hudi_cdc.cli.exit_codes import CONFIGURATION, FAILED, RETRY, exit_code
-    from hudi_cdc.errors import ConfigError, KafkaUnreachableError, KeyColumnsMissing, TableFailure, TablesParked
+    from hudi_cdc.errors import (
+        ConfigError,
+        KafkaUnreachableError,
+        KeyColumnsMissing,
+        TableFailure,
+        TablesParked,
+    )
 
     assert exit_code(ConfigError("job.yaml", ["x"])) == CONFIGURATION == 2
     assert exit_code(TablesParked({"t": "table t: batch 1 (...) could not be written"})) == RETRY == 75
