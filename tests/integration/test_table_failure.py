@@ -225,6 +225,7 @@ def test_a_changed_key_partitioning_or_type_is_refused_at_start_and_never_dead_l
         assert [(r["id"], r["name"]) for r in job.rows_spark(name)] == [(i, f"m{i}") for i in range(3)]
 
 
+@pytest.mark.deep  # about 2 minutes: the scheduled-run parking test above keeps the catch-up in `make test`
 def test_a_continuous_job_parks_a_table_and_catches_it_up_without_a_restart(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
