@@ -363,6 +363,12 @@ class Route(_Frozen):
                 raise ValueError("; ".join(problems))
         return self
 
+    def matches(self, topic: str) -> bool:
+        """Whether this route maps `topic` (its exact name, or its pattern matching the whole name)."""
+        if self.topic is not None:
+            return self.topic == topic
+        return self.pattern is not None and route_regex.compiled(self.pattern).fullmatch(topic) is not None
+
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _DERIVED = ("name", "key", "base_path")
@@ -603,9 +609,7 @@ class Config(_Frozen):
     def table_of_topic(self, topic: str) -> str | None:
         """The table `topic` feeds: the first matching route's, else the one template that matches derives; or None."""
         for r in self.routes:
-            if r.topic == topic or (
-                r.pattern is not None and route_regex.compiled(r.pattern).fullmatch(topic)
-            ):
+            if r.matches(topic):
                 return r.table
         claims = self.template_claims(topic)
         return claims[0][1] if len(claims) == 1 and IDENTIFIER.match(claims[0][1]) else None
@@ -623,10 +627,7 @@ class Config(_Frozen):
         """Why `topic` has no single table: claimed by a route and a template, by two templates, or
         given a name that is not a table name ([]: it has one table, or none claims it)."""
         claims = self.template_claims(topic)
-        routed = any(
-            r.topic == topic or (r.pattern and route_regex.compiled(r.pattern).fullmatch(topic))
-            for r in self.routes
-        )
+        routed = any(r.matches(topic) for r in self.routes)
         patterns = [template.pattern for template, _, _ in claims]
         if routed and claims:
             return [

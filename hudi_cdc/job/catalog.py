@@ -69,6 +69,19 @@ class TableCatalog:
                 continue
             self._made[made.name], self._tables[made.name] = made, table
         self.config = config.with_tables(list(self._tables.values()))
+        self._unsaved = False
+
+    def save(self) -> None:
+        """List the made tables beside the checkpoint, if `make` added any since the last save.
+
+        Once per batch, not per table: a first batch of a 200-table database writes one file, not 200.
+        """
+        with self._lock:
+            if not self._unsaved:
+                return
+            text = json.dumps([asdict(m) for m in sorted(self._made.values(), key=lambda m: m.name)], indent=1)
+            self._unsaved = False
+        fs.write_text(self.spark, catalog_path(self.declared.job.checkpoint_dir), text + "\n")
 
     def make(self, name: str, topics: list[str], routed: DataFrame) -> TableConfig:
         """Table `name` of `topics` (their records tagged `name` in `routed`), made and checked; Unmade if it cannot be."""
@@ -100,10 +113,7 @@ class TableCatalog:
             self._made[name] = MadeTable(name=name, topic=topic, key=list(key))
             self._tables[name] = table
             self.config = self.declared.with_tables(list(self._tables.values()))
-            text = json.dumps(
-                [asdict(m) for m in sorted(self._made.values(), key=lambda m: m.name)], indent=1
-            )
-        fs.write_text(self.spark, catalog_path(self.declared.job.checkpoint_dir), text + "\n")
+            self._unsaved = True
         log.info("table %s made from topic %s by template %r: key %s, %s, %s",
                  name, topic, template.pattern, key, table.type, table.base_path)  # fmt: skip
         return table

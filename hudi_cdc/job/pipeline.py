@@ -183,6 +183,8 @@ def _made_tables(
                 raw_as_rejects(records, table=name, error_class="TableNotMade", message=str(exc)), ctx
             )
             received.pop(name)
+    if made and ctx.catalog is not None:
+        ctx.catalog.save()
     return made
 
 

@@ -18,7 +18,13 @@ from hudi_cdc.spark import fs
 
 
 def planned_end(spark: SparkSession, checkpoint_dir: str, batch_id: int) -> Positions | None:
-    """The offset after the last one batch `batch_id` consumed, per topic partition; None if the log lacks it."""
+    """The offset after the last one batch `batch_id` consumed, per topic partition; None if the log lacks it.
+
+    None without a read for a negative id: the job's own batches outside Spark's log (a parked
+    table's catch-up) have no entry.
+    """
+    if batch_id < 0:
+        return None
     return source_offsets(fs.read_text(spark, f"{checkpoint_dir}/offsets/{batch_id}"), line=2)
 
 

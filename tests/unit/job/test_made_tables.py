@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_cdc.config.models import Config, parse_config
 from hudi_cdc.dead_letters.store import read
+from hudi_cdc.job import catalog as catalog_module
 from hudi_cdc.job.catalog import TableCatalog, catalog_path, with_made_tables
 from hudi_cdc.job.pipeline import BatchContext, run_batch
 from tests.support.decode_rows import kafka_rows
@@ -59,9 +61,19 @@ def _rows(spark: SparkSession, path: Path) -> dict[tuple[Any, ...], int]:
     return {(r["wh"], r["sku"]): r["qty"] for r in spark.read.format("hudi").load(str(path)).collect()}
 
 
-def test_a_template_makes_its_tables_as_their_records_arrive(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_template_makes_its_tables_as_their_records_arrive(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = _config(tmp_path)
     catalog = TableCatalog(spark, config)
+    written: list[str] = []
+    write_text = catalog_module.fs.write_text
+
+    def counted(session: SparkSession, path: str, text: str) -> None:
+        written.append(path)
+        write_text(session, path, text)
+
+    monkeypatch.setattr(catalog_module.fs, "write_text", counted)
     batch = _batch(spark, {
         "shop.inv.stock": [_change("a", 1, 5, 1000), _change("a", 2, 7, 1001), _change("a", 1, 6, 1002)],
         "shop.inv.bins": [_change("b", 3, 1, 1000)],
@@ -79,6 +91,8 @@ def test_a_template_makes_its_tables_as_their_records_arrive(spark: SparkSession
     assert "no Kafka key" in letters[0]["error_message"] and "overrides.loose.key" in letters[0]["error_message"]
     assert "shop.inv.loose[0]@0" in letters[0]["error_message"]
 
+    # the list is written once for the batch, however many tables it made
+    assert written.count(catalog_path(config.job.checkpoint_dir)) == 1
     listed = json.loads(Path(catalog_path(config.job.checkpoint_dir)).read_text())
     assert listed == [{"name": "bins", "topic": "shop.inv.bins", "key": ["wh", "sku"]},
                       {"name": "stock", "topic": "shop.inv.stock", "key": ["wh", "sku"]}]  # fmt: skip
