@@ -496,7 +496,7 @@ class JobConfig(_Frozen):
     """The ingestion job as a whole."""
 
     name: str = "hudi-cdc"
-    """The job's name: its streaming query's and Spark application's, the `job` label of its metrics,
+    """The job's name: its streaming query's and Spark application's, the `pipeline` label of its metrics,
     and the job recorded in its commit metadata and dead letters."""
     checkpoint_dir: str
     """Structured Streaming checkpoint; one per job, so a rerun continues where it stopped. Not inside
@@ -514,6 +514,10 @@ class JobConfig(_Frozen):
     """A continuous run serves Prometheus metrics on http://<driver>:<port>/metrics; None: off."""
     metrics_textfile: str | None = None
     """Local file the metrics are written to after every batch (node_exporter textfile collector, `*.prom`)."""
+    metrics_pushgateway: str | None = Field(default=None, min_length=1)
+    """Prometheus Pushgateway (`http://host:9091`) the metrics are pushed to after every batch and when
+    the run ends, also with an error, as the group `job="hudi_cdc"`, `pipeline=<name>`; for scheduled
+    (`--once`) runs whose driver may land on any node. None: no push."""
     on_table_failure: Literal["park", "stop"] = "park"
     """What a failure of one table's storage or Hudi table does (`TableFailure`; Kafka's failures
     always stop the job). park: the table is set aside and the others go on; it catches up from

@@ -1,14 +1,19 @@
-"""BatchMetrics -> Prometheus counters and gauges per table, served over HTTP or written as a textfile.
+"""BatchMetrics -> Prometheus counters and gauges per table, served over HTTP, written as a textfile or pushed.
 
 Fed by `stream.run`'s `on_batch` listener, never by the pipeline: a continuous job serves
 them on `job.metrics_port`; any run writes them to `job.metrics_textfile` (node_exporter's
-textfile collector) after each batch. Counters count what this process saw since it started.
+textfile collector) and pushes them to `job.metrics_pushgateway` after each batch and when it
+ends. Counters count what this process saw since it started.
+
+Every hudi_cdc series names its job in a `pipeline` label, not `job`: Prometheus sets `job` on
+every target it scrapes, and renames a `job` label the target already carries to `exported_job`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyspark
@@ -17,7 +22,10 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     generate_latest,
+    push_to_gateway,
     start_http_server,
     write_to_textfile,
 )
@@ -27,20 +35,31 @@ from hudi_cdc.commit.metrics import OUTCOMES, BatchMetrics
 from hudi_cdc.config.models import Config
 from hudi_cdc.kafka.lag import Positions, lag
 
+log = logging.getLogger(__name__)
+
 _BATCH_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+
+PUSH_JOB = "hudi_cdc"
+"""The Pushgateway's `job` of every hudi_cdc push; the `pipeline` label (job.name) is the rest of the grouping key."""
 
 
 EndOffsets = Callable[[Positions], Positions]
 """topic partitions -> Kafka's high watermark of each (hudi_cdc.kafka.lag.Watermarks.ends)."""
 PendingCompactions = Callable[[str], int]
 """table name -> compactions scheduled and not yet run."""
+SyncedAt = Callable[[], Mapping[str, float | None]]
+"""table name -> when its last metastore sync succeeded (Unix time; None: not yet in this process)."""
+Consumed = Callable[[int], Positions | None]
+"""batch id -> the offset after the last one the batch consumed, per topic partition (Spark's offset log)."""
 
 
 class JobMetrics:
     """The job's Prometheus metrics, in a registry of their own.
 
     `end_offsets` and `pending_compactions`, when given, are asked after each batch for the
-    Kafka lag and the merge-on-read compaction backlog.
+    Kafka lag and the merge-on-read compaction backlog; `synced_at` after each batch and before
+    each publish for the metastore syncs. The registry also holds the driver process's own
+    metrics (`process_*`, `python_info`).
     """
 
     def __init__(
@@ -49,16 +68,21 @@ class JobMetrics:
         *,
         end_offsets: EndOffsets | None = None,
         pending_compactions: PendingCompactions | None = None,
+        synced_at: SyncedAt | None = None,
     ) -> None:
-        self.job = config.job.name
+        self.pipeline = config.job.name
         self.config = config
         self.end_offsets = end_offsets
         self.pending_compactions = pending_compactions
+        self.synced_at = synced_at
         self.mor_tables: list[str] = []
         self.applied: dict[str, dict[str, dict[str, int]]] = {}
         self.tables: list[str] = []
         self.registry = CollectorRegistry()
-        labels = ["job", "table"]
+        # the driver's CPU, memory and file descriptors (Linux /proc), and the Python it runs on
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        labels = ["pipeline", "table"]
         self.records = Counter(
             "hudi_cdc_records", "Kafka records consumed, by table and outcome.", [*labels, "outcome"], registry=self.registry
         )
@@ -73,17 +97,23 @@ class JobMetrics:
             registry=self.registry,
         )
         self.unrouted = Counter(
-            "hudi_cdc_unrouted_records", "Records on topics no route maps (dead-lettered).", ["job"], registry=self.registry
+            "hudi_cdc_unrouted_records", "Records on topics no route maps (dead-lettered).", ["pipeline"], registry=self.registry
         )
         self.batch_seconds = Histogram(
-            "hudi_cdc_batch_seconds", "Wall time of a micro-batch.", ["job"], buckets=_BATCH_BUCKETS, registry=self.registry
+            "hudi_cdc_batch_seconds", "Wall time of a micro-batch.", ["pipeline"], buckets=_BATCH_BUCKETS, registry=self.registry
         )
         self.last_batch = Gauge(
-            "hudi_cdc_last_batch_timestamp_seconds", "When the last batch finished (Unix time).", ["job"], registry=self.registry
+            "hudi_cdc_last_batch_timestamp_seconds", "When the last batch finished (Unix time).", ["pipeline"], registry=self.registry
         )
         self.last_commit = Gauge(
             "hudi_cdc_last_commit_timestamp_seconds",
             "When the job last committed to the table (Unix time, this process).",
+            labels,
+            registry=self.registry,
+        )
+        self.hive_synced = Gauge(
+            "hudi_cdc_hive_last_sync_timestamp_seconds",
+            "When the table's last metastore sync succeeded (Unix time, this process; every run syncs each table at start).",
             labels,
             registry=self.registry,
         )
@@ -133,10 +163,10 @@ class JobMetrics:
         self.build_info = Gauge(
             "hudi_cdc_build_info",
             "Always 1; the labels say which hudi_cdc and PySpark the job runs.",
-            ["job", "version", "pyspark"],
+            ["pipeline", "version", "pyspark"],
             registry=self.registry,
         )
-        self.build_info.labels(self.job, __version__, pyspark.__version__).set(1)
+        self.build_info.labels(self.pipeline, __version__, pyspark.__version__).set(1)
         self.parked = Gauge(
             "hudi_cdc_table_parked",
             "1 while the table is parked after a failure of its own (the other tables go on; `status` says why).",
@@ -156,7 +186,7 @@ class JobMetrics:
             registry=self.registry,
         )
         self.track(config)
-        self.unrouted.labels(self.job)
+        self.unrouted.labels(self.pipeline)
 
     def track(self, config: Config) -> None:
         """Follow `config`'s tables (a template makes new ones while the job runs): each visible from then on, with zero counts."""
@@ -166,12 +196,12 @@ class JobMetrics:
         self.tables = [t.name for t in config.tables]
         for table in new:
             for outcome in OUTCOMES:
-                self.records.labels(self.job, table, outcome)
-            self.read.labels(self.job, table)
-            self.behind_watermark.labels(self.job, table)
-            self.lost.labels(self.job, table)
-            self.hive_sync_lagging.labels(self.job, table).set(0)
-            self.parked.labels(self.job, table).set(0)
+                self.records.labels(self.pipeline, table, outcome)
+            self.read.labels(self.pipeline, table)
+            self.behind_watermark.labels(self.pipeline, table)
+            self.lost.labels(self.pipeline, table)
+            self.hive_sync_lagging.labels(self.pipeline, table).set(0)
+            self.parked.labels(self.pipeline, table).set(0)
 
     def observe(self, batch: BatchMetrics, *, now: float | None = None, consumed: Positions | None = None) -> None:
         """Fold one batch's counts in.
@@ -184,29 +214,29 @@ class JobMetrics:
         now = time.time() if now is None else now
         for t in batch.tables:
             for outcome in OUTCOMES:
-                self.records.labels(self.job, t.table, outcome).inc(getattr(t, outcome))
-            self.read.labels(self.job, t.table).inc(t.read)
-            self.rows.labels(self.job, t.table, "upserted").inc(t.upserted_rows)
-            self.rows.labels(self.job, t.table, "deleted").inc(t.deleted_rows)
+                self.records.labels(self.pipeline, t.table, outcome).inc(getattr(t, outcome))
+            self.read.labels(self.pipeline, t.table).inc(t.read)
+            self.rows.labels(self.pipeline, t.table, "upserted").inc(t.upserted_rows)
+            self.rows.labels(self.pipeline, t.table, "deleted").inc(t.deleted_rows)
             if t.error:
-                self.stopped.labels(self.job, t.table).inc()
+                self.stopped.labels(self.pipeline, t.table).inc()
             if t.commit_time:
-                self.last_commit.labels(self.job, t.table).set(t.committed_at or now)
+                self.last_commit.labels(self.pipeline, t.table).set(t.committed_at or now)
             if t.watermark_ts_ms is not None:
-                self.watermark.labels(self.job, t.table).set(t.watermark_ts_ms / 1000)
-            self.behind_watermark.labels(self.job, t.table).inc(t.behind_watermark)
-            self.lost.labels(self.job, t.table).inc(t.lost)
+                self.watermark.labels(self.pipeline, t.table).set(t.watermark_ts_ms / 1000)
+            self.behind_watermark.labels(self.pipeline, t.table).inc(t.behind_watermark)
+            self.lost.labels(self.pipeline, t.table).inc(t.lost)
             for error_class, count in t.dead_letters_by_class.items():
-                self.dead_letters.labels(self.job, t.table, error_class).inc(count)
+                self.dead_letters.labels(self.pipeline, t.table, error_class).inc(count)
             if t.commit_seconds is not None:
-                self.commit_seconds.labels(self.job, t.table).observe(t.commit_seconds)
-        self.unrouted.labels(self.job).inc(batch.unrouted)
-        self.batch_seconds.labels(self.job).observe(batch.seconds)
-        self.last_batch.labels(self.job).set(now)
+                self.commit_seconds.labels(self.pipeline, t.table).observe(t.commit_seconds)
+        self.unrouted.labels(self.pipeline).inc(batch.unrouted)
+        self.batch_seconds.labels(self.pipeline).observe(batch.seconds)
+        self.last_batch.labels(self.pipeline).set(now)
         for table in self.tables:
-            self.hive_sync_lagging.labels(self.job, table).set(1 if table in batch.hive_sync_lagging else 0)
-            self.parked.labels(self.job, table).set(1 if table in batch.parked else 0)
-            self.parked_records.labels(self.job, table).set(batch.parked.get(table, 0))
+            self.hive_sync_lagging.labels(self.pipeline, table).set(1 if table in batch.hive_sync_lagging else 0)
+            self.parked.labels(self.pipeline, table).set(1 if table in batch.parked else 0)
+            self.parked_records.labels(self.pipeline, table).set(batch.parked.get(table, 0))
         for t in batch.tables:
             self._applied(t.table, t.applied_through)
         for topic, partitions in (consumed or {}).items():
@@ -217,10 +247,19 @@ class JobMetrics:
             every = {topic: dict(p) for offsets in self.applied.values() for topic, p in offsets.items()}
             end = self.end_offsets(every)
             for table, offsets in self.applied.items():
-                self.lag.labels(self.job, table).set(lag(offsets, end))
+                self.lag.labels(self.pipeline, table).set(lag(offsets, end))
         if self.pending_compactions is not None:
             for table in self.mor_tables:
-                self.compactions_pending.labels(self.job, table).set(self.pending_compactions(table))
+                self.compactions_pending.labels(self.pipeline, table).set(self.pending_compactions(table))
+        self._synced()
+
+    def _synced(self) -> None:
+        """Set each table's last metastore sync (a table not synced yet in this process has no sample)."""
+        if self.synced_at is None:
+            return
+        for table, at in self.synced_at().items():
+            if at is not None and table in self.tables:
+                self.hive_synced.labels(self.pipeline, table).set(at)
 
     def _applied(self, table: str, through: Positions) -> None:
         """Remember `through` as the table's applied position where it is further on."""
@@ -243,3 +282,46 @@ class JobMetrics:
     def serve(self, port: int) -> None:
         """Serve /metrics on `port` from a daemon thread until the process ends."""
         start_http_server(port, registry=self.registry)
+
+    def push(self, gateway: str) -> None:
+        """Replace this job's group on the Pushgateway at `gateway` with the registry.
+
+        The group is `job="hudi_cdc"` and `pipeline=<job.name>`: each run of a scheduled job
+        replaces what its previous run pushed, and two jobs never overwrite each other.
+        """
+        push_to_gateway(gateway, job=PUSH_JOB, registry=self.registry, grouping_key={"pipeline": self.pipeline}, timeout=10)
+
+    def publish(self) -> None:
+        """Write `job.metrics_textfile` and push to `job.metrics_pushgateway`, each when configured.
+
+        A Pushgateway that cannot be reached is logged (WARNING) and never fails the run: the
+        data is committed whatever its metrics do, and the next push sends the counts again.
+        """
+        self._synced()
+        job = self.config.job
+        if job.metrics_textfile is not None:
+            self.write_textfile(job.metrics_textfile)
+        if job.metrics_pushgateway is not None:
+            try:
+                self.push(job.metrics_pushgateway)
+            except OSError as exc:  # urllib's URLError and HTTPError are OSErrors
+                log.warning("job %s: metrics not pushed to %s: %s", self.pipeline, job.metrics_pushgateway, exc)
+
+
+class RunListener:
+    """A run's metrics: each batch folded in and published (the call), a last publish when the run ends (`close`)."""
+
+    def __init__(self, metrics: JobMetrics, *, config: Callable[[], Config], consumed: Consumed) -> None:
+        self.metrics = metrics
+        self.config = config
+        """The job's configuration now (with the tables templates made while it runs)."""
+        self.consumed = consumed
+
+    def __call__(self, batch: BatchMetrics) -> None:
+        self.metrics.track(self.config())
+        self.metrics.observe(batch, consumed=self.consumed(batch.batch_id))
+        self.metrics.publish()
+
+    def close(self) -> None:
+        """Publish once more: a run that ends with an error, or without a batch, still reports."""
+        self.metrics.publish()

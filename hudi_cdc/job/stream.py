@@ -28,6 +28,7 @@ from hudi_cdc.job.failures import kafka_data_loss, kafka_fault
 from hudi_cdc.job.parking import ParkingLot
 from hudi_cdc.job.pipeline import BatchContext, catch_up, run_batch
 from hudi_cdc.job.preflight import preflight
+from hudi_cdc.job.prometheus import JobMetrics, RunListener
 from hudi_cdc.kafka.gaps import LenientGaps
 from hudi_cdc.kafka.source import kafka_source
 from hudi_cdc.spark.session import apply_hadoop_conf
@@ -59,15 +60,16 @@ def sync_after_batch(spark: SparkSession, metastore: MetastoreSync, config: Conf
     return sorted(name for name, state in states.items() if state.lagging)
 
 
-def prometheus_listener(spark: SparkSession, catalog: TableCatalog, *, once: bool) -> BatchListener | None:
+def prometheus_listener(
+    spark: SparkSession, catalog: TableCatalog, *, once: bool, metastore: MetastoreSync | None = None
+) -> RunListener | None:
     """Prometheus metrics fed by every batch: served on `job.metrics_port` (continuous runs), written to
-    `job.metrics_textfile`; None when neither is configured."""
+    `job.metrics_textfile`, pushed to `job.metrics_pushgateway`; None when none is configured."""
     config = catalog.config
-    port, textfile = config.job.metrics_port, config.job.metrics_textfile
-    if (port is None or once) and textfile is None:
+    port, textfile, gateway = config.job.metrics_port, config.job.metrics_textfile, config.job.metrics_pushgateway
+    if (port is None or once) and textfile is None and gateway is None:
         return None
     from hudi_cdc.hudi.timeline import pending_compactions
-    from hudi_cdc.job.prometheus import JobMetrics
     from hudi_cdc.kafka.lag import Watermarks
     from hudi_cdc.kafka.offset_log import planned_end
 
@@ -75,20 +77,17 @@ def prometheus_listener(spark: SparkSession, catalog: TableCatalog, *, once: boo
         config,
         end_offsets=Watermarks(config.kafka).ends,
         pending_compactions=lambda name: pending_compactions(spark, catalog.config.table(name).base_path),
+        synced_at=None if metastore is None else lambda: {t: s.last_synced_at for t, s in metastore.states.items()},
     )
     if port is not None and not once:
         metrics.serve(port)
         log.info("prometheus metrics on port %d", port)
-    if textfile is not None:
-        metrics.write_textfile(textfile)
-
-    def observe(batch: BatchMetrics) -> None:
-        metrics.track(catalog.config)
-        metrics.observe(batch, consumed=planned_end(spark, config.job.checkpoint_dir, batch.batch_id))
-        if textfile is not None:
-            metrics.write_textfile(textfile)
-
-    return observe
+    metrics.publish()  # the tables at zero (and a run's start on the Pushgateway) before the first batch
+    return RunListener(
+        metrics,
+        config=lambda: catalog.config,
+        consumed=lambda batch_id: planned_end(spark, config.job.checkpoint_dir, batch_id),
+    )
 
 
 def run(
@@ -111,7 +110,8 @@ def run(
     preflight(spark, config, source=source)
     apply_retention(spark, config)
     metastore = metastore_sync(config)
-    listeners = [listener for listener in (on_batch, prometheus_listener(spark, catalog, once=once)) if listener is not None]
+    prometheus = prometheus_listener(spark, catalog, once=once, metastore=metastore)
+    listeners = [listener for listener in (on_batch, prometheus) if listener is not None]
 
     lot = ParkingLot(spark, config.job.checkpoint_dir) if config.job.on_table_failure == "park" else None
 
@@ -189,6 +189,8 @@ def run(
     finally:
         if gaps is not None:
             gaps.close()
+        if prometheus is not None:
+            prometheus.close()  # the last counts, also of a run that failed
     if stopped_by:
         # the query's error wraps ours in py4j's and Spark's text; ours says what to do (and
         # keeps its own cause, e.g. Hudi's exception)

@@ -41,7 +41,7 @@ def _batch(batch_id: int, applied: int, dead_letter: int, lagging: list[str]) ->
 
 
 def _key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return name, tuple(sorted({"job": "shop", **labels}.items()))
+    return name, tuple(sorted({"pipeline": "shop", **labels}.items()))
 
 
 def test_batches_add_up_per_table_and_outcome() -> None:
@@ -81,13 +81,13 @@ def test_textfile_and_http(tmp_path: Path) -> None:
     metrics.observe(_batch(0, applied=2, dead_letter=0, lagging=[]))
     textfile = tmp_path / "textfile" / "hudi_cdc.prom"
     metrics.write_textfile(str(textfile))
-    assert 'hudi_cdc_records_total{job="shop",outcome="applied",table="customers"} 2.0' in textfile.read_text()
+    assert 'hudi_cdc_records_total{outcome="applied",pipeline="shop",table="customers"} 2.0' in textfile.read_text()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     metrics.serve(port)
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    assert 'hudi_cdc_records_total{job="shop",outcome="applied",table="customers"} 2.0' in body
+    assert 'hudi_cdc_records_total{outcome="applied",pipeline="shop",table="customers"} 2.0' in body
 
 
 def test_metrics_settings_are_validated() -> None:
@@ -213,4 +213,54 @@ def test_build_info_names_the_versions() -> None:
     from hudi_cdc import __version__
 
     info = [s for s in _samples(JobMetrics(_config()).render()) if s[0] == "hudi_cdc_build_info"]
-    assert info == [("hudi_cdc_build_info", (("job", "shop"), ("pyspark", pyspark.__version__), ("version", __version__)))]
+    assert info == [("hudi_cdc_build_info", (("pipeline", "shop"), ("pyspark", pyspark.__version__), ("version", __version__)))]
+
+
+def test_no_series_carries_a_job_label() -> None:
+    """Prometheus sets `job` on what it scrapes and renames a target's own to `exported_job`."""
+    samples = _samples(JobMetrics(_config()).render())
+    labelled = {name for name, labels in samples if any(label == "job" for label, _ in labels)}
+    assert labelled == set()
+    assert all(dict(labels)["pipeline"] == "shop" for name, labels in samples if name.startswith("hudi_cdc_"))
+
+
+def test_the_registry_holds_the_driver_process_metrics() -> None:
+    names = {name for name, _ in _samples(JobMetrics(_config()).render())}
+    # Linux /proc: the CPU and memory of the process that runs the driver
+    assert {"process_cpu_seconds_total", "process_resident_memory_bytes", "process_start_time_seconds"} <= names
+    assert "python_info" in names
+
+
+def test_last_metastore_sync_is_a_timestamp_per_table_synced() -> None:
+    synced: dict[str, float | None] = {"customers": None, "orders": 1_700_000_100.0, "gone": 5.0}
+    metrics = JobMetrics(_config(), synced_at=lambda: synced)
+    metrics.observe(_batch(0, applied=1, dead_letter=0, lagging=["customers"]))
+    samples = _samples(metrics.render())
+    assert samples[_key("hudi_cdc_hive_last_sync_timestamp_seconds", table="orders")] == 1_700_000_100.0
+    # not synced yet in this process: no sample rather than a zero that reads as 1970
+    assert _key("hudi_cdc_hive_last_sync_timestamp_seconds", table="customers") not in samples
+    assert _key("hudi_cdc_hive_last_sync_timestamp_seconds", table="gone") not in samples  # not a table of the job
+    synced["customers"] = 1_700_000_200.0  # the run's last sync, after its last batch
+    metrics.publish()
+    assert _samples(metrics.render())[_key("hudi_cdc_hive_last_sync_timestamp_seconds", table="customers")] == 1_700_000_200.0
+
+
+def test_the_pushgateway_setting_is_a_url_or_nothing() -> None:
+    assert _config().job.metrics_pushgateway is None
+    assert _config(metrics_pushgateway="http://gw:9091").job.metrics_pushgateway == "http://gw:9091"
+    with pytest.raises(ConfigError, match=r"job\.metrics_pushgateway"):
+        _config(metrics_pushgateway="")
+
+
+def test_an_unreachable_pushgateway_is_logged_and_the_textfile_still_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    textfile = tmp_path / "hudi_cdc.prom"
+    metrics = JobMetrics(_config(metrics_pushgateway=f"http://127.0.0.1:{port}", metrics_textfile=str(textfile)))
+    metrics.observe(_batch(0, applied=2, dead_letter=0, lagging=[]))
+    metrics.publish()
+    assert f"metrics not pushed to http://127.0.0.1:{port}" in caplog.text
+    assert 'hudi_cdc_records_total{outcome="applied",pipeline="shop",table="customers"} 2.0' in textfile.read_text()
