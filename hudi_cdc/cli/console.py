@@ -1,4 +1,4 @@
-"""`hudi-cdc`: thin commands over the library; errors exit 1 through one decorator."""
+"""`hudi-cdc`: thin commands over the library; errors exit with their code (`cli.exit_codes`) through one decorator."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import click
 from hudi_cdc import __version__
 from hudi_cdc.cli.exit_codes import exit_code
 from hudi_cdc.cli.logs import LogFormat, configure
-from hudi_cdc.cli.output import output_for
+from hudi_cdc.cli.options import json_option, table_option
+from hudi_cdc.cli.output import fail, output_for
+from hudi_cdc.cli.progress import Reporter
 from hudi_cdc.config.models import Config, JobConfig, TableConfig, load_config
 from hudi_cdc.errors import CdcError, ConfigError
 
@@ -24,15 +26,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def catch_errors(func: F) -> F:
-    """Print a CdcError's message (it says what to do) and exit with its code (`cli.exit_codes`), without a traceback."""
+    """Print a CdcError's message (it says what to do) and exit with its code (`cli.exit_codes`), without a traceback.
+
+    Under `--json` the error's envelope goes to stdout as well (`cli.output.fail`).
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except CdcError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exit_code(exc))
+            fail(type(exc).__name__, str(exc), exit_code=exit_code(exc), as_json=bool(kwargs.get("as_json")))
 
     return wrapper  # type: ignore[return-value]
 
@@ -84,8 +88,9 @@ def run(config_path: str, once: bool) -> None:
     is_flag=True,
     help="Also show what the templates make of the topics Kafka holds now.",
 )
+@json_option
 @catch_errors
-def validate(config_path: str, ask_kafka: bool) -> None:
+def validate(config_path: str, ask_kafka: bool, as_json: bool) -> None:
     """Check a configuration file and print the tables it defines (and, with --kafka, those its templates make)."""
     config = load_config(config_path)
     rows = [_table_row(t, source="declared") for t in config.tables]
@@ -116,7 +121,7 @@ def validate(config_path: str, ask_kafka: bool) -> None:
                 )
         if problems:
             raise ConfigError(config_path, problems)
-    output_for(False).table(f"{config_path}: OK", rows)
+    output_for(as_json).table(f"{config_path}: OK", rows)
 
 
 def _table_row(table: TableConfig, *, source: str) -> dict[str, str]:
@@ -136,9 +141,10 @@ def schema() -> None:
 
 @cli.command()
 @config_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@table_option(help="Only these tables (repeatable; default: every table).")
+@json_option
 @catch_errors
-def status(config_path: str, as_json: bool) -> None:
+def status(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
     """Per table: last commit, what it applied through, compaction and file statistics, and whether it is parked."""
     from hudi_cdc.hudi.hive_sync import read_state, state_path
     from hudi_cdc.hudi.status import table_status
@@ -148,10 +154,13 @@ def status(config_path: str, as_json: bool) -> None:
     config = load_config(config_path)
     spark = _session(config.job, "status")
     config = with_made_tables(spark, config)
+    _known_tables(config, config_path, tables)
     sync = read_state(spark, state_path(config.job.checkpoint_dir)) if config.job.metastore_uris else {}
     parked = {p.table: p for p in read_parked(spark, config.job.checkpoint_dir)}
     rows = []
     for table in config.tables:
+        if tables and table.name not in tables:
+            continue
         row = table_status(spark, table, sync).as_row()
         if table.name in parked:
             p = parked[table.name]
@@ -163,10 +172,11 @@ def status(config_path: str, as_json: bool) -> None:
 
 @cli.command("retry-table")
 @config_option
-@click.argument("table")
+@table_option(required=True, positional=True, help="A parked table (repeatable).")
+@json_option
 @catch_errors
-def retry_table(config_path: str, table: str) -> None:
-    """Have the running job try parked TABLE again now (its next trigger), instead of after its backoff.
+def retry_table(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
+    """Have the running job try parked tables again now (its next trigger), instead of after their backoff.
 
     A job that is not running tries every parked table first when it starts.
     """
@@ -176,17 +186,20 @@ def retry_table(config_path: str, table: str) -> None:
     config = load_config(config_path)
     spark = _session(config.job, "retry-table")
     parked = [p.table for p in read_parked(spark, config.job.checkpoint_dir)]
-    if table not in parked:
-        raise ConfigError(config_path, [f"table {table!r} is not parked; parked tables: {', '.join(parked) or 'none'}"])
-    fs.write_text(spark, retry_request_path(config.job.checkpoint_dir, table), "retry\n")
-    output_for(False).message(f"table {table}: the running job tries it again at its next trigger")
+    if problems := [f"table {t!r} is not parked; parked tables: {', '.join(parked) or 'none'}" for t in tables if t not in parked]:
+        raise ConfigError(config_path, problems)
+    out = output_for(as_json)
+    for table in tables:
+        fs.write_text(spark, retry_request_path(config.job.checkpoint_dir, table), "retry\n")
+        out.message(f"table {table}: the running job tries it again at its next trigger")
 
 
 @cli.command()
 @config_option
-@click.option("--table", "tables", multiple=True, help="Only these tables (default: every MOR table).")
+@table_option(help="Only these tables (repeatable; default: every MOR table).")
+@json_option
 @catch_errors
-def compact(config_path: str, tables: tuple[str, ...]) -> None:
+def compact(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
     """Run pending (and schedule due) compactions of merge-on-read tables, off the ingestion path."""
     from hudi_cdc.hudi.compactor import run_compaction
     from hudi_cdc.job.catalog import with_made_tables
@@ -194,29 +207,30 @@ def compact(config_path: str, tables: tuple[str, ...]) -> None:
     config = load_config(config_path)
     spark = _session(config.job, "compact")
     config = with_made_tables(spark, config)
-    out = output_for(False)
+    _known_tables(config, config_path, tables)
+    chosen = [t for t in config.tables if t.type == "MERGE_ON_READ" and (not tables or t.name in tables)]
     rows = []
-    for table in config.tables:
-        if table.type == "MERGE_ON_READ" and (not tables or table.name in tables):
+    with Reporter() as progress:
+        for n, table in enumerate(chosen, start=1):
+            progress.step(f"compact: table {table.name} ({n}/{len(chosen)})")
             rows.append(run_compaction(spark, table))
-    out.table("compactions", rows)
+    output_for(as_json).table("compactions", rows)
 
 
-@cli.command("replay-dead-letters")
+@cli.command("replay-dead-letters", hidden=True)
 @config_option
-@click.option("--table", "tables", multiple=True, help="Only these tables (default: all).")
+@table_option(help="Only these tables (repeatable; default: all).")
 @click.option("--error-class", default="SchemaChangeError", show_default=True, help="Which rejects to replay.")
+@json_option
 @catch_errors
-def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: str) -> None:
-    """Re-apply dead-lettered records (e.g. after fixing a schema change); safe to repeat.
-
-    Kept for scripts: the same as `dead-letters replay --error-class SchemaChangeError`.
-    """
-    from hudi_cdc.job import replay
-    config = load_config(config_path)
-    spark = _session(config.job, "replay")
-    metrics = replay.replay_dead_letters(spark, config, tables=list(tables), error_class=error_class)
-    output_for(False).table("replayed", [vars(t) for t in metrics.tables])
+def replay_dead_letters(config_path: str, tables: tuple[str, ...], error_class: str, as_json: bool) -> None:
+    """Deprecated: `dead-letters replay --error-class SchemaChangeError` does the same; this goes in the next release."""
+    click.echo(
+        "warning: replay-dead-letters is deprecated; use `hudi-cdc dead-letters replay --error-class SchemaChangeError`",
+        err=True,
+    )
+    config, spark = _config_and_spark(config_path, "replay")
+    output_for(as_json).table("replayed", _replay(spark, config, tables, (error_class,), since=None, until=None))
 
 
 def _point_in_time(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
@@ -234,7 +248,7 @@ def dead_letter_filters(func: F) -> F:
     """--config, --table, --error-class, --since, --until: the selection every dead-letters command takes."""
     options = [
         config_option,
-        click.option("--table", "tables", multiple=True, help="Only these tables (repeatable; default: all)."),
+        table_option(help="Only these tables (repeatable; default: all)."),
         click.option("--error-class", "error_classes", multiple=True, help="Only these error classes (repeatable)."),
         click.option("--since", callback=_point_in_time, help="Detected at or after: ISO time (UTC) or a duration ago, `2 hours`."),
         click.option("--until", callback=_point_in_time, help="Detected before: ISO time (UTC) or a duration ago."),
@@ -242,9 +256,6 @@ def dead_letter_filters(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
 @cli.group("dead-letters")
@@ -335,20 +346,39 @@ def dead_letters_replay(
     Records applied before count as duplicates and change nothing; a record that fails again
     stays in the store once (no duplicate). Replayed records stay until purged.
     """
-    from hudi_cdc.job import replay
     config, spark = _config_and_spark(config_path, "replay")
+    output_for(as_json).table("replayed", _replay(spark, config, tables, error_classes or (None,), since=since, until=until))
+
+
+def _replay(
+    spark: SparkSession,
+    config: Config,
+    tables: tuple[str, ...],
+    error_classes: tuple[str | None, ...],
+    *,
+    since: datetime | None,
+    until: datetime | None,
+) -> list[dict[str, Any]]:
+    """Replay each error class in turn (None: every class), telling the progress; a row per table and class."""
+    from hudi_cdc.job import replay
+
     rows: list[dict[str, Any]] = []
-    for error_class in error_classes or (None,):
-        metrics = replay.replay_dead_letters(
-            spark, config, tables=list(tables), error_class=error_class, since=since, until=until
-        )
-        rows.extend(vars(t) for t in metrics.tables)
-    output_for(as_json).table("replayed", rows)
+    with Reporter() as progress:
+        for n, error_class in enumerate(error_classes, start=1):
+            which = error_class or "every error class"
+            progress.step(f"replay: {which} ({n}/{len(error_classes)}) of {', '.join(tables) or 'every table'}")
+            metrics = replay.replay_dead_letters(
+                spark, config, tables=list(tables), error_class=error_class, since=since, until=until
+            )
+            for t in metrics.tables:
+                progress.step(f"replay: {which}: table {t.table} done")
+                rows.append(vars(t))
+    return rows
 
 
 @dead_letters.command("purge")
 @config_option
-@click.option("--table", "tables", multiple=True, help="Only these tables (repeatable; default: all).")
+@table_option(help="Only these tables (repeatable; default: all).")
 @click.option("--older-than", help="Override job.dead_letter_retention, e.g. `30 days`.")
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted, delete nothing.")
 @json_option
@@ -386,26 +416,26 @@ def _config_and_spark(config_path: str, purpose: str) -> tuple[Config, SparkSess
 
 @cli.command()
 @config_option
-@click.argument("table")
+@table_option(single=True, required=True, positional=True, help="The table.")
 @click.option(
     "--wait-until",
     "until",
     callback=_point_in_time,
-    help="Wait until TABLE is complete up to this source time (ISO-8601; UTC unless an offset is given).",
+    help="Wait until the table is complete up to this source time (ISO-8601; UTC unless an offset is given).",
 )
 @click.option("--timeout", default="1 hour", show_default=True, help="Give up waiting after this long.")
 @click.option("--poll", default="30 seconds", show_default=True, help="How often to look while waiting.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @catch_errors
 def watermark(config_path: str, table: str, until: datetime | None, timeout: str, poll: str, as_json: bool) -> None:
-    """Print TABLE's freshness watermark: the source time up to which every change is in the table.
+    """Print a table's freshness watermark: the source time up to which every change is in the table.
 
     With --wait-until T, wait until the watermark reaches T. Exit codes: 0 reached (or, without
     --wait-until, the table has a watermark), 3 not reached before --timeout (or no watermark
-    yet), 1 error (bad configuration, unknown table).
+    yet), 2 bad configuration or unknown table, 75 the storage failed.
     """
     from hudi_cdc.commit.progress import Progress
-    from hudi_cdc.commit.watermark import EXIT_NOT_REACHED, wait_until
+    from hudi_cdc.commit.watermark import EXIT_NOT_REACHED, Freshness, wait_until
     from hudi_cdc.config.durations import parse_duration
     from hudi_cdc.hudi.table import table_exists
     from hudi_cdc.hudi.timeline import latest_job_metadata
@@ -423,7 +453,13 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
             return None
         return Progress.from_metadata(latest_job_metadata(spark, target.base_path)).watermark_ts_ms
 
-    freshness = wait_until(read, table=table, until=until, timeout=limits[0], poll=limits[1])
+    with Reporter() as progress:
+
+        def polled(short: Freshness, left: float) -> None:
+            seen = short.as_row()["watermark"] or "none yet"
+            progress.step(f"watermark: table {table} at {seen}, waiting for {short.as_row()['until']} ({left:.0f} s left)")
+
+        freshness = wait_until(read, table=table, until=until, timeout=limits[0], poll=limits[1], on_poll=polled)
     output_for(as_json).table("watermark", [freshness.as_row()])
     if not freshness.reached:
         sys.exit(EXIT_NOT_REACHED)
@@ -431,10 +467,11 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
 
 @cli.command("rebuild-metadata")
 @config_option
-@click.argument("table")
+@table_option(single=True, required=True, positional=True, help="The table.")
+@json_option
 @catch_errors
-def rebuild_metadata(config_path: str, table: str) -> None:
-    """Delete TABLE's Hudi metadata table; the next commit rebuilds it from the data files.
+def rebuild_metadata(config_path: str, table: str, as_json: bool) -> None:
+    """Delete a table's Hudi metadata table; the next commit rebuilds it from the data files.
 
     The repair for a metadata table that cannot be read (the job stops with TableFailure and says
     so). Stop the job first. The old metadata table is kept as a backup beside it.
@@ -445,15 +482,16 @@ def rebuild_metadata(config_path: str, table: str) -> None:
     target = _named_table(config, config_path, table, "rebuild-metadata")
     backup = drop_metadata_table(_session(config.job, "rebuild-metadata"), target.base_path)
     done = f"deleted; backup at {backup}; the next run rebuilds it" if backup else "none to delete"
-    output_for(False).message(f"table {table}: metadata table {done}")
+    output_for(as_json).message(f"table {table}: metadata table {done}")
 
 
 @cli.command()
 @config_option
-@click.argument("table")
+@table_option(single=True, required=True, positional=True, help="The table.")
+@json_option
 @catch_errors
-def relayout(config_path: str, table: str) -> None:
-    """Rewrite TABLE's rows with the `index`, `buckets` and `table_version` its config now asks for.
+def relayout(config_path: str, table: str, as_json: bool) -> None:
+    """Rewrite a table's rows with the `index`, `buckets` and `table_version` its config now asks for.
 
     The way to change a bucket table's buckets, to move a table to or from `index: bucket`, or to
     take a version 9 table to `table_version: 6`, which the job refuses under a written table.
@@ -465,9 +503,10 @@ def relayout(config_path: str, table: str) -> None:
 
     config = load_config(config_path)
     target = _named_table(config, config_path, table, "relayout")
-    done = rewrite(_session(config.job, "relayout"), target)
+    with Reporter() as progress:
+        done = rewrite(_session(config.job, "relayout"), target, step=progress.step)
     rows = "rows written earlier" if done.rows is None else f"{done.rows} rows"
-    output_for(False).message(
+    output_for(as_json).message(
         f"table {table}: {done.previous} -> {done.layout}, {rows}; the table as it was: {done.backup or 'moved earlier'}"
     )
 
@@ -484,6 +523,13 @@ def _named_table(config: Config, config_path: str, name: str, purpose: str) -> T
     return config.table(name)
 
 
+def _known_tables(config: Config, config_path: str, tables: tuple[str, ...]) -> None:
+    """Refuse names in `tables` that are not tables of `config` (declared or made)."""
+    names = [t.name for t in config.tables]
+    if unknown := [name for name in tables if name not in names]:
+        raise ConfigError(config_path, [f"no table {name!r}; its tables are {', '.join(names)}" for name in unknown])
+
+
 @cli.command("resume-binlog")
 @click.option("--connect-url", required=True, help="Kafka Connect REST URL, e.g. http://connect:8083")
 @click.option("--connector", "name", required=True, help="Debezium connector name.")
@@ -495,9 +541,16 @@ def _named_table(config: Config, config_path: str, name: str, purpose: str) -> T
     help="JSON config to create the connector with, if it does not exist yet.",
 )
 @click.option("--gtids", default=None, help="GTID state at that position (looked up on the source if omitted).")
+@json_option
 @catch_errors
 def resume_binlog(
-    connect_url: str, name: str, binlog_file: str, binlog_pos: int, connector_config: str | None, gtids: str | None
+    connect_url: str,
+    name: str,
+    binlog_file: str,
+    binlog_pos: int,
+    connector_config: str | None,
+    gtids: str | None,
+    as_json: bool,
 ) -> None:
     """Start (or restart) a Debezium MySQL/MariaDB connector from an explicit binlog file and position.
 
@@ -514,7 +567,7 @@ def resume_binlog(
     state = start_connector_at_binlog(
         ConnectRest(connect_url), name, config, binlog_file=binlog_file, binlog_pos=binlog_pos, gtids=gtids
     )
-    output_for(False).message(f"{name}: {state.get('connector', {}).get('state')} from {binlog_file}:{binlog_pos}")
+    output_for(as_json).message(f"{name}: {state.get('connector', {}).get('state')} from {binlog_file}:{binlog_pos}")
 
 
 from hudi_cdc.cli.snapshot import snapshot  # noqa: E402 - the group registers after `cli` exists

@@ -1,20 +1,32 @@
-"""How commands print: a table for people, JSON for machines."""
+"""How commands print: a table for people, JSON for machines.
+
+Under `--json` every command prints one envelope per document, one document per line on stdout:
+`{"format": 1, "command": "status", "title": ..., "rows": [...]}` for a table,
+`{"format": 1, "command": ..., "message": ...}` for a message and
+`{"format": 1, "command": ..., "error": {"type", "message", "exit_code"}}` for a failure (its text
+also goes to stderr). `format` changes only when a key changes meaning or goes away.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 import click
+
+FORMAT = 1
+"""The envelope's version: scripts may rely on its keys while it stays the same."""
 
 
 class Output(ABC):
     """Where command results go."""
 
     @abstractmethod
-    def table(self, title: str, rows: Sequence[dict[str, Any]]) -> None: ...
+    def table(self, title: str, rows: Sequence[dict[str, Any]], *, details: Mapping[str, Any] | None = None) -> None:
+        """Rows under a title; `details`, facts about the whole result, before them."""
 
     @abstractmethod
     def message(self, text: str) -> None: ...
@@ -27,8 +39,11 @@ class Output(ABC):
 class TextOutput(Output):
     """Aligned columns for a terminal."""
 
-    def table(self, title: str, rows: Sequence[dict[str, Any]]) -> None:
+    def table(self, title: str, rows: Sequence[dict[str, Any]], *, details: Mapping[str, Any] | None = None) -> None:
         click.echo(click.style(title, bold=True))
+        width = max((len(name) for name in details or {}), default=0)
+        for name, value in (details or {}).items():
+            click.echo(f"  {name.ljust(width)}  {_text(value)}")
         if not rows:
             click.echo("  (none)")
             return
@@ -60,16 +75,28 @@ class TextOutput(Output):
 
 
 class JsonOutput(Output):
-    """One JSON document per call, on stdout."""
+    """One JSON envelope per call, on one line of stdout (`FORMAT`, the command's name, then the result)."""
 
-    def table(self, title: str, rows: Sequence[dict[str, Any]]) -> None:
-        click.echo(json.dumps({"title": title, "rows": list(rows)}, default=str, sort_keys=True))
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def table(self, title: str, rows: Sequence[dict[str, Any]], *, details: Mapping[str, Any] | None = None) -> None:
+        """A table's envelope; `details` (a command's facts beside its rows) under their own key."""
+        self._emit({"title": title, "rows": list(rows), **({"details": dict(details)} if details is not None else {})})
 
     def message(self, text: str) -> None:
-        click.echo(json.dumps({"message": text}))
+        self._emit({"message": text})
 
     def records(self, title: str, rows: Sequence[dict[str, Any]], *, heading: str) -> None:
         self.table(title, rows)
+
+    def error(self, error_type: str, text: str, *, exit_code: int) -> None:
+        """The envelope of a command that failed (its text goes to stderr as well)."""
+        self._emit({"error": {"type": error_type, "message": text, "exit_code": exit_code}})
+
+    def _emit(self, body: dict[str, Any]) -> None:
+        document = {"format": FORMAT, "command": self.command, **body}
+        click.echo(json.dumps(document, default=str, sort_keys=True, ensure_ascii=False))
 
 
 def _text(value: Any) -> str:
@@ -83,5 +110,24 @@ def _block(value: Any) -> str:
     return _text(value)
 
 
-def output_for(as_json: bool) -> Output:
-    return JsonOutput() if as_json else TextOutput()
+def command_name(ctx: click.Context | None = None) -> str:
+    """The running command as typed after the program's name (`status`, `dead-letters list`)."""
+    ctx = ctx or click.get_current_context(silent=True)
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:  # the root context is the program itself
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(names)
+
+
+def output_for(as_json: bool, *, command: str | None = None) -> Output:
+    """Text, or JSON envelopes naming `command` (default: the running click command)."""
+    return JsonOutput(command if command is not None else command_name()) if as_json else TextOutput()
+
+
+def fail(error_type: str, text: str, *, exit_code: int, as_json: bool, prefix: str = "error") -> NoReturn:
+    """End a command that failed: `prefix: text` on stderr, its error envelope on stdout under --json, the exit code."""
+    click.echo(f"{prefix}: {text}", err=True)
+    if as_json:
+        JsonOutput(command_name()).error(error_type, text, exit_code=exit_code)
+    sys.exit(exit_code)

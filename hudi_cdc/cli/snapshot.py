@@ -1,20 +1,21 @@
 """`hudi-cdc snapshot start|status|resume|finish`: the snapshot relay, thin over `hudi_cdc.relay`.
 
-Exit codes: 0 done, 1 error (a service or the configuration; the message says which),
-2 bad usage, 3 refused (the relay's rules forbid the step now; nothing was changed).
+Exit codes (`cli.exit_codes`): 0 done, 3 refused (the relay's rules forbid the step now; nothing
+was changed), 2 the configuration or bad usage, 75 a service failed (run again later), 1 otherwise.
+Under `--json` each command prints the envelope of `cli.output`, an error or a refusal too.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from hudi_cdc.cli.exit_codes import REFUSED, exit_code
-from hudi_cdc.cli.output import output_for
+from hudi_cdc.cli.options import json_option
+from hudi_cdc.cli.output import fail, output_for
 from hudi_cdc.config.models import load_config
 from hudi_cdc.errors import CdcError, RelayRefused
 
@@ -38,14 +39,13 @@ def relay_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             return func(*args, **kwargs)
         except RelayRefused as exc:
-            click.echo(f"refused: {exc}", err=True)
-            sys.exit(EXIT_REFUSED)
+            fail(type(exc).__name__, str(exc), exit_code=EXIT_REFUSED, as_json=as_json, prefix="refused")
         except CdcError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exit_code(exc))
+            fail(type(exc).__name__, str(exc), exit_code=exit_code(exc), as_json=as_json)
 
     return wrapper  # type: ignore[return-value]
 
@@ -68,15 +68,16 @@ def snapshot() -> None:
 @snapshot.command("start")
 @config_option
 @click.option("--table", "tables", multiple=True, help="Source table `db.table` (repeatable; default: every one).")
+@json_option
 @relay_errors
-def start_command(config_path: str, tables: tuple[str, ...]) -> None:
+def start_command(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
     """Record the source's binlog position (the FIRST position) and deploy a snapshot-only run."""
     from hudi_cdc.relay import actions
 
     relay = _relay(config_path)
     ledger = actions.start(relay, tables=tables)
     run = ledger.current_run
-    output_for(False).message(
+    output_for(as_json).message(
         f"{ledger.connector}: snapshot run {run.number} ({run.connector}) of {', '.join(run.tables)} deployed; "
         f"first position {ledger.first_position} recorded in {relay.folder}"
     )
@@ -84,11 +85,11 @@ def start_command(config_path: str, tables: tuple[str, ...]) -> None:
 
 @snapshot.command("status")
 @config_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (one JSON document).")
+@json_option
 @relay_errors
 def status_command(config_path: str, as_json: bool) -> None:
     """Per table: done / running / interrupted / not started, rows in the source, read, landed in Hudi."""
-    import json
+    import sys
 
     from hudi_cdc.relay import actions, observe
 
@@ -96,7 +97,8 @@ def status_command(config_path: str, as_json: bool) -> None:
     ledger, _ = actions.load_fresh(relay, now=_now())
     rows = observe.status_rows(relay.spark, relay.config, ledger, relay.rest)
     if as_json:
-        click.echo(json.dumps(_document(ledger, rows), default=str, sort_keys=True))
+        # the relay's facts beside the rows: the envelope's `details`
+        output_for(True).table(_title(ledger), [r.as_row() for r in rows], details=_details(ledger, rows))
         return
     _print_status(ledger, rows, bars=sys.stdout.isatty())
 
@@ -104,14 +106,15 @@ def status_command(config_path: str, as_json: bool) -> None:
 @snapshot.command("resume")
 @config_option
 @click.option("--force", is_flag=True, help="Also when the last run still runs: remove it and relay its tables anew.")
+@json_option
 @relay_errors
-def resume_command(config_path: str, force: bool) -> None:
+def resume_command(config_path: str, force: bool, as_json: bool) -> None:
     """Deploy a new snapshot-only run of the tables not done; the recorded first position stays."""
     from hudi_cdc.relay import actions
 
     ledger = actions.resume(_relay(config_path), force=force)
     run = ledger.current_run
-    output_for(False).message(
+    output_for(as_json).message(
         f"{ledger.connector}: snapshot run {run.number} ({run.connector}) of {', '.join(run.tables)} deployed; "
         f"incremental capture will still start from the first position {ledger.first_position}"
     )
@@ -120,15 +123,16 @@ def resume_command(config_path: str, force: bool) -> None:
 @snapshot.command("finish")
 @config_option
 @click.option("--force", is_flag=True, help="Start even though tables are not done (they miss their snapshot rows).")
+@json_option
 @relay_errors
-def finish_command(config_path: str, force: bool) -> None:
+def finish_command(config_path: str, force: bool, as_json: bool) -> None:
     """Start incremental capture from the FIRST snapshot position; refused (exit 3) while a table is not done."""
     from hudi_cdc.relay import actions
 
     ledger, status = actions.finish(_relay(config_path), force=force)
     assert ledger.finished is not None
     forced = f"; forced past {', '.join(ledger.finished.forced_past)}" if ledger.finished.forced_past else ""
-    output_for(False).message(
+    output_for(as_json).message(
         f"{ledger.connector}: {status.get('connector', {}).get('state')} from the first position "
         f"{ledger.first_position}{forced}"
     )
@@ -140,19 +144,23 @@ def _now() -> Any:
     return datetime.now(UTC)
 
 
-def _document(ledger: Ledger, rows: list[TableStatus]) -> dict[str, Any]:
+def _title(ledger: Ledger) -> str:
+    return f"snapshot relay of {ledger.connector}"
+
+
+def _details(ledger: Ledger, rows: list[TableStatus]) -> dict[str, Any]:
+    """The relay's facts under `--json`: its connector, the first position, every run, the finish, all done."""
     return {
         "connector": ledger.connector,
         "first_position": ledger.first_position.model_dump(),
         "runs": [r.model_dump(mode="json") for r in ledger.runs],
         "finished": ledger.finished.model_dump(mode="json") if ledger.finished else None,
         "all_done": all(r.state == "done" for r in rows),
-        "tables": [r.as_row() for r in rows],
     }
 
 
 def _print_status(ledger: Ledger, rows: list[TableStatus], *, bars: bool) -> None:
-    click.echo(click.style(f"snapshot relay of {ledger.connector}", bold=True))
+    click.echo(click.style(_title(ledger), bold=True))
     click.echo(f"  first position  {ledger.first_position}  (run 1, {ledger.runs[0].started_at:%Y-%m-%d %H:%M}Z)")
     click.echo(f"  runs            {len(ledger.runs)}, newest {ledger.current_run.connector}")
     if ledger.finished:

@@ -57,8 +57,12 @@ def wait_until(
     poll: timedelta,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    on_poll: Callable[[Freshness, float], None] | None = None,
 ) -> Freshness:
-    """Read the watermark until it reaches `until` or `timeout` passes (a zero timeout reads once)."""
+    """Read the watermark until it reaches `until` or `timeout` passes (a zero timeout reads once).
+
+    `on_poll` is told each reading that falls short, with the seconds left before the timeout.
+    """
     until_ms = epoch_ms(until) if until is not None else None
     deadline = clock() + timeout.total_seconds()
     while True:
@@ -66,4 +70,6 @@ def wait_until(
         remaining = deadline - clock()
         if freshness.reached or until is None or remaining <= 0:
             return freshness
+        if on_poll is not None:
+            on_poll(freshness, remaining)
         sleep(min(poll.total_seconds(), remaining))

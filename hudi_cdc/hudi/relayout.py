@@ -26,6 +26,7 @@ a table was created at `base_path` anyway.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -76,18 +77,23 @@ def unfinished(spark: SparkSession, table: TableConfig) -> str | None:
         return None
     return (
         f"table {table.name}: a `hudi-cdc relayout` stopped while it moved the table aside and its rewritten "
-        f"copy {base}{STAGING_SUFFIX} in ({base}{MOVING_SUFFIX} is left); run `hudi-cdc relayout {table.name}` "
+        f"copy {base}{STAGING_SUFFIX} in ({base}{MOVING_SUFFIX} is left); run `hudi-cdc relayout --table {table.name}` "
         "to finish it before the job writes the table"
     )
 
 
-def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
-    """Rewrite `table` at its base path with its configured settings; the old table kept beside it."""
+def relayout(spark: SparkSession, table: TableConfig, *, step: Callable[[str], None] | None = None) -> Relayout:
+    """Rewrite `table` at its base path with its configured settings; the old table kept beside it.
+
+    `step` is told each phase as it starts (`hudi-cdc relayout` shows them as progress).
+    """
+    say = step or (lambda _: None)
     base = table.base_path.rstrip("/")
     staging = base + STAGING_SUFFIX
     backup = fs.read_text(spark, base + MOVING_SUFFIX)
     if backup is not None:  # a run stopped during the moves
-        return _resume_moves(spark, table, staging, base, backup.strip())
+        say(f"table {table.name}: finishing the moves of an interrupted relayout")
+        return _resume_moves(spark, table, staging, base, backup.strip(), say)
     if not table_exists(spark, base):
         raise RelayoutError(f"table {table.name}: no Hudi table at {base}")
     read_through = latest_commit(spark, base)
@@ -96,6 +102,7 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
         raise RelayoutError(f"table {table.name}: {base} holds no commit of this job; nothing to carry over")
     if fs.delete(spark, staging):
         log.warning("table %s: deleted the staging copy %s an interrupted run left", table.name, staging)
+    say(f"table {table.name}: writing its rows to {staging} ({index_layout(table)})")
     rows = read_table(spark, base)
     assert rows is not None  # the table exists
     if table.deletes != "soft":
@@ -123,24 +130,28 @@ def relayout(spark: SparkSession, table: TableConfig) -> Relayout:
     log.info("table %s: %d rows written to %s (%s)", table.name, written.upserted, staging, index_layout(table))
     backup = f"{base}{BACKUP_SUFFIX}{read_through}"
     fs.write_text(spark, base + MOVING_SUFFIX, backup)
-    return _move(spark, table, staging, base, backup, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted)
+    return _move(
+        spark, table, staging, base, backup, say, previous=committed.get(INDEX_KEY, "-"), rows=written.upserted
+    )
 
 
-def _resume_moves(spark: SparkSession, table: TableConfig, staging: str, base: str, backup: str) -> Relayout:
+def _resume_moves(
+    spark: SparkSession, table: TableConfig, staging: str, base: str, backup: str, say: Callable[[str], None]
+) -> Relayout:
     """Finish the moves of an interrupted run, or stop where finishing could lose rows."""
     if fs.exists(spark, backup) and not fs.exists(spark, staging) and table_exists(spark, base):
         fs.delete(spark, base + MOVING_SUFFIX)  # both moves were made; only the marker was left
         return Relayout(table=table.name, layout=index_layout(table), previous="-", rows=None, backup=None)
     if not fs.exists(spark, backup):  # the table was not moved yet
-        return _move(spark, table, staging, base, backup)
+        return _move(spark, table, staging, base, backup, say)
     if not fs.exists(spark, base) and table_exists(spark, staging):
-        return _move(spark, table, staging, base, None)
+        return _move(spark, table, staging, base, None, say)
     raise RelayoutError(
         f"table {table.name}: an earlier relayout stopped while it moved the table to {backup} and the "
         f"rewritten copy {staging} to {base}, and {base} holds files again: either a move was left half done "
         "(object stores move file by file) or a job created a new table there after the table was moved aside "
         "(it then holds only the changes of Kafka records after the copy's position). Nothing was changed. "
-        f"A half-done move: finish it by hand, then run `hudi-cdc relayout {table.name}` again. A new table: "
+        f"A half-done move: finish it by hand, then run `hudi-cdc relayout --table {table.name}` again. A new table: "
         "stop the job, move it aside, run the command again to move the copy in, and let the job read the "
         "topic again (a new `job.checkpoint_dir` with `kafka.starting_offsets: earliest`: a change applies by "
         "its source order, so the changes the copy already holds change nothing)"
@@ -153,13 +164,16 @@ def _move(
     staging: str,
     base: str,
     backup: str | None,
+    say: Callable[[str], None],
     *,
     previous: str = "-",
     rows: int | None = None,
 ) -> Relayout:
     """Steps 2 and 3 (step 2 skipped when `backup` is None: done by an earlier run), then the marker goes."""
     if backup is not None:
+        say(f"table {table.name}: moving the table as it was to {backup}")
         fs.rename(spark, base, backup)
+    say(f"table {table.name}: moving the rewritten copy to {base}")
     fs.rename(spark, staging, base)
     fs.delete(spark, base + MOVING_SUFFIX)
     log.warning("table %s: rewritten with %s; the table as it was is at %s", table.name, index_layout(table), backup)

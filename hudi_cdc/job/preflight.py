@@ -67,7 +67,7 @@ def version_problems(spark: SparkSession, tables: list[TableConfig]) -> list[str
             problems.append(
                 f"tables.{table.name}.table_version: {table.table_version}, but the table at {table.base_path} "
                 f"is at Hudi table version {stored} and Hudi does not downgrade; remove the setting, or stop "
-                f"the job and run `hudi-cdc relayout {table.name}` to rewrite the table at that version"
+                f"the job and run `hudi-cdc relayout --table {table.name}` to rewrite the table at that version"
             )
         else:
             log.warning(
@@ -127,7 +127,7 @@ def index_problems(spark: SparkSession, tables: list[TableConfig]) -> list[str]:
                 f"tables.{table.name}.index: the settings ask for {_layout_text(wanted)}, but the table at "
                 f"{table.base_path} was written with {_layout_text(stored)}; a bucket index is fixed when "
                 "the table is created. Restore the table's settings, or rewrite the table with the new ones: "
-                f"stop the job and run `hudi-cdc relayout {table.name}`"
+                f"stop the job and run `hudi-cdc relayout --table {table.name}`"
             )
     return problems
 

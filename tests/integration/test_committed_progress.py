@@ -7,6 +7,7 @@ replays the batch on restart.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -93,12 +94,15 @@ def test_a_batch_replayed_after_a_crash_is_neither_applied_nor_counted_twice(
     # the scheduler's command: complete up to T0 + 500 ms, not up to a second later
     config_file = job.config_file(job={"metastore_uris": None})
     runner = CliRunner()
-    reached = runner.invoke(cli, ["watermark", "people", "--config", str(config_file), "--json",
+    reached = runner.invoke(cli, ["watermark", "--table", "people", "--config", str(config_file), "--json",
                                   "--wait-until", "2025-11-23T10:00:00.500Z", "--timeout", "0 seconds"])  # fmt: skip
     assert reached.exit_code == 0, reached.output
-    waited = runner.invoke(cli, ["watermark", "people", "--config", str(config_file),
+    document = json.loads(reached.stdout.strip().splitlines()[-1])
+    assert (document["format"], document["command"], document["title"]) == (1, "watermark", "watermark")
+    assert document["rows"][0]["table"] == "people" and document["rows"][0]["reached"] is True
+    waited = runner.invoke(cli, ["watermark", "--table", "people", "--config", str(config_file),
                                  "--wait-until", "2025-11-23T10:00:01.500Z", "--timeout", "2 seconds", "--poll", "1 second"])  # fmt: skip
     assert waited.exit_code == EXIT_NOT_REACHED, waited.output
-    unknown = runner.invoke(cli, ["watermark", "nobody", "--config", str(config_file)])
+    unknown = runner.invoke(cli, ["watermark", "--table", "nobody", "--config", str(config_file)])
     assert unknown.exit_code == 2 and "no table 'nobody'" in unknown.output
 

@@ -211,7 +211,7 @@ def test_a_version_9_table_turns_version_6_through_relayout_and_presto_reads_its
     with pytest.raises(ConfigError, match=r"table_version: 6, .* Hudi table version 9 and Hudi does not downgrade"):
         job.run()
     config = str(job.config_file())
-    rewritten = CliRunner().invoke(cli, ["relayout", "orders", "--config", config])
+    rewritten = CliRunner().invoke(cli, ["relayout", "--table", "orders", "--config", config])
     assert rewritten.exit_code == 0 and "9 rows" in rewritten.output, rewritten.output
     assert _table_version(path) == _table_version(f"{path}/.hoodie/metadata") == "6"
 

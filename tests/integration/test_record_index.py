@@ -159,7 +159,7 @@ def test_a_bucket_layout_changes_only_through_relayout(
     # Hudi would write on: measured, 4 buckets into an 8-bucket table kept 144 of 300 keys twice
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **written}])
     src = DebeziumTable(server=f"srv{job.suffix}", database="db", table="accounts", columns=list(SOURCE), key=["id"])
-    nothing = CliRunner().invoke(cli, ["relayout", "accounts", "--config", str(job.config_file())])
+    nothing = CliRunner().invoke(cli, ["relayout", "--table", "accounts", "--config", str(job.config_file())])
     assert nothing.exit_code == 1 and f"no Hudi table at {job.path('accounts')}" in nothing.output
     job.produce("accounts", [src.change("r", after=_row(i, f"n{i}", _region(i)), pos=i) for i in range(1, 51)])
     job.run()
@@ -167,7 +167,7 @@ def test_a_bucket_layout_changes_only_through_relayout(
     job.produce("accounts", [src.change("u", after=_row(i, "again", _region(i)), pos=100 + i) for i in range(1, 51)])
     with pytest.raises(ConfigError, match=r"tables\.accounts\.index: .*bucket.* fixed when the table is created"):
         job.run()
-    done = CliRunner().invoke(cli, ["relayout", "accounts", "--config", str(job.config_file())])
+    done = CliRunner().invoke(cli, ["relayout", "--table", "accounts", "--config", str(job.config_file())])
     assert done.exit_code == 0, done.output
     assert f"{_layout(written)} -> {_layout(asked)}, 50 rows" in done.output
     job.run()
@@ -207,7 +207,7 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
         relayout(spark, job.config.tables[0])
     monkeypatch.undo()
     assert _stored(spark, path) == before
-    with pytest.raises(ConfigError, match=r"stopped while it moved .* run `hudi-cdc relayout accounts` to finish"):
+    with pytest.raises(ConfigError, match=r"stopped while it moved .* run `hudi-cdc relayout --table accounts` to finish"):
         job.run()
     # a crash between moving the table aside and moving its new copy in: no table at its path
     monkeypatch.setattr(fs, "rename", lambda s, a, b: moves(s, a, b) if a == path else _crash())
@@ -218,10 +218,10 @@ def test_relayout_keeps_rows_state_and_position_and_finishes_when_interrupted(
 
     # meanwhile the job refuses to create a table there: at start, and in a batch (a job started before)
     job.produce("accounts", [src.change("u", after={"id": 6, "name": "while away", "region": _region(6)}, partial=True, pos=1600)])
-    with pytest.raises(ConfigError, match=r"stopped while it moved .* run `hudi-cdc relayout accounts` to finish"):
+    with pytest.raises(ConfigError, match=r"stopped while it moved .* run `hudi-cdc relayout --table accounts` to finish"):
         job.run()
     monkeypatch.setattr(stream, "preflight", lambda *args, **kwargs: None)
-    with pytest.raises(RelayoutError, match=r"run `hudi-cdc relayout accounts` to finish it before the job writes"):
+    with pytest.raises(RelayoutError, match=r"run `hudi-cdc relayout --table accounts` to finish it before the job writes"):
         job.run()
     assert not Path(path).exists()
     # a table created there anyway (by a job that raced the moves): a rerun overwrites neither

@@ -128,8 +128,10 @@ def _invoke(*args: str) -> Result:
 def _status(config_path: Path) -> dict[str, Any]:
     result = _invoke("snapshot", "status", "--config", str(config_path), "--json")
     assert result.exit_code == 0, result.output
-    document: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return document
+    envelope: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (envelope["format"], envelope["command"]) == (1, "snapshot status"), envelope
+    # the relay's facts and its tables, as one document
+    return {**envelope["details"], "tables": envelope["rows"]}
 
 
 def test_relayed_snapshot_then_binlog_from_first_position_equals_the_source(

@@ -43,3 +43,12 @@ def test_without_a_time_it_reads_once_and_reports_whether_there_is_a_watermark()
     assert not wait_until(lambda: None, table="t", until=None, timeout=timedelta(hours=1),
                           poll=timedelta(seconds=30), sleep=clock.sleep, clock=clock).reached  # fmt: skip
     assert clock.now == 0
+
+
+def test_each_reading_that_falls_short_is_reported_with_the_time_left() -> None:
+    clock = FakeClock()
+    readings = iter([None, epoch_ms(TEN) - 1, epoch_ms(TEN)])
+    seen: list[tuple[int | None, float]] = []
+    wait_until(lambda: next(readings), table="t", until=TEN, timeout=timedelta(minutes=2), poll=timedelta(seconds=30),
+               sleep=clock.sleep, clock=clock, on_poll=lambda f, left: seen.append((f.watermark_ts_ms, left)))  # fmt: skip
+    assert seen == [(None, 120.0), (epoch_ms(TEN) - 1, 90.0)]
