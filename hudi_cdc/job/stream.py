@@ -82,7 +82,8 @@ def prometheus_listener(
     if port is not None and not once:
         metrics.serve(port)
         log.info("prometheus metrics on port %d", port)
-    metrics.publish()  # the tables at zero (and a run's start on the Pushgateway) before the first batch
+    if textfile is not None:
+        metrics.write_textfile(textfile)  # the tables at zero before the first batch
     return RunListener(
         metrics,
         config=lambda: catalog.config,

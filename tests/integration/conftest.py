@@ -26,6 +26,7 @@ from devkit.services.mariadb import LocalMariaDB
 from devkit.services.postgres import LocalPostgres
 from devkit.services.presto import LocalPresto
 from devkit.services.process import LocalService, log_tail
+from devkit.services.pushgateway import LocalPushgateway
 from devkit.services.registry import LocalRegistry
 from devkit.services.s3 import LocalS3
 from devkit.services.trino import LocalTrino
@@ -183,6 +184,13 @@ def registry() -> Iterator[LocalRegistry]:
     """An Apicurio Registry (in memory) for the whole session."""
     with LocalRegistry() as server:
         yield _until_last_user("registry", server)
+
+
+@pytest.fixture(scope="session")
+def pushgateway() -> Iterator[LocalPushgateway]:
+    """A Prometheus Pushgateway (groups in memory) for the whole session; it starts in under a second."""
+    with LocalPushgateway() as gateway:
+        yield gateway
 
 
 @pytest.fixture(scope="session")
