@@ -27,8 +27,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[spark,dev,mysql]'
 	touch $@
 
-system-packages:  ## Debian packages the services need (Java 17, Maven, MariaDB, PostgreSQL)
-	@command -v mvn >/dev/null && test -n "$(JAVA17)" && test -x /usr/sbin/mariadbd && ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven mariadb-server-core mariadb-client postgresql; }
+system-packages:  ## Debian packages the services need (Java 17, Maven, MariaDB, PostgreSQL, Prometheus's Pushgateway and promtool)
+	@command -v mvn >/dev/null && test -n "$(JAVA17)" && test -x /usr/sbin/mariadbd && ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && test -x /usr/bin/prometheus-pushgateway && test -x /usr/bin/promtool || { apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven mariadb-server-core mariadb-client postgresql prometheus-pushgateway prometheus; }
 
 jars: $(BUILD)/jars/.fetched  ## Spark jars (Hudi bundle, Kafka source) -> build/jars
 $(BUILD)/jars/.fetched: infra/spark/pom.xml | system-packages
