@@ -1,4 +1,4 @@
-"""The CLI: every command has --help; a bad config exits 1 with the field named, no traceback."""
+"""The CLI: every command has --help; a bad config exits 2 with the field named, no traceback."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ COMMANDS = [
     "dead-letters show",
     "dead-letters replay",
     "dead-letters purge",
+    "watermark",
+    "retry-table",
+    "rebuild-metadata",
+    "relayout",
+    "snapshot start",
+    "snapshot status",
+    "snapshot resume",
+    "snapshot finish",
 ]
 
 
