@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import pyspark
@@ -29,6 +29,8 @@ from prometheus_client import (
     start_http_server,
     write_to_textfile,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from hudi_cdc import __version__
 from hudi_cdc.commit.metrics import OUTCOMES, BatchMetrics
@@ -80,8 +82,8 @@ class JobMetrics:
         self.tables: list[str] = []
         self.registry = CollectorRegistry()
         # the driver's CPU, memory and file descriptors (Linux /proc), and the Python it runs on
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
+        self.registry.register(_WithPipeline(ProcessCollector(registry=None), self.pipeline))
+        self.registry.register(_WithPipeline(PlatformCollector(registry=None), self.pipeline))
         labels = ["pipeline", "table"]
         self.records = Counter(
             "hudi_cdc_records", "Kafka records consumed, by table and outcome.", [*labels, "outcome"], registry=self.registry
@@ -306,6 +308,21 @@ class JobMetrics:
                 self.push(job.metrics_pushgateway)
             except OSError as exc:  # urllib's URLError and HTTPError are OSErrors
                 log.warning("job %s: metrics not pushed to %s: %s", self.pipeline, job.metrics_pushgateway, exc)
+
+
+class _WithPipeline(Collector):
+    """`collector`'s metrics with the job's `pipeline` label, so a board or rule selects them like the job's own."""
+
+    def __init__(self, collector: Collector, pipeline: str) -> None:
+        self.collector = collector
+        self.pipeline = pipeline
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self.collector.collect():
+            labelled = Metric(family.name, family.documentation, family.type, family.unit)
+            for sample in family.samples:
+                labelled.add_sample(sample.name, {**sample.labels, "pipeline": self.pipeline}, sample.value, sample.timestamp)
+            yield labelled
 
 
 class RunListener:

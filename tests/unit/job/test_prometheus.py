@@ -141,16 +141,27 @@ def test_the_grafana_board_queries_only_metrics_the_job_publishes() -> None:
     import re
 
     board = json.loads((Path(__file__).parents[3] / "ops" / "grafana" / "hudi-cdc.json").read_text())
+    exprs = [target["expr"] for panel in board["panels"] for target in panel["targets"]]
     queried = {
         re.sub(r"_(total|bucket|sum|count)$", "", name)
-        for panel in board["panels"]
-        for target in panel["targets"]
-        for name in re.findall(r"\bhudi_cdc_\w+", target["expr"])
+        for expr in exprs
+        for name in re.findall(r"\b(?:hudi_cdc|process)_\w+", expr)
     }
     # family names: a counter's without `_total`, a histogram's without `_bucket`/`_sum`/`_count`
     published = {family.name for family in text_string_to_metric_families(JobMetrics(_config()).render())}
     assert queried - published == set(), "the board queries metrics the job does not publish"
+    assert {"hudi_cdc_hive_last_sync_timestamp_seconds", "process_resident_memory_bytes"} <= queried
     assert len(board["panels"]) >= 8
+    # the job's label is `pipeline`: a `job` label is the scrape's (or the Pushgateway's)
+    variables = [v["name"] for v in board["templating"]["list"]]
+    assert variables == ["datasource", "pipeline", "table"]
+    assert all('pipeline=~"$pipeline"' in expr and not re.search(r"\bjob\b", expr) for expr in exprs)
+    # rates and increases over Grafana's interval (at least 4 scrapes whatever the zoom), never a fixed window
+    windows = [window for expr in exprs for window in re.findall(r"\[[^\]]*\]", expr)]
+    assert windows and set(windows) == {"[$__rate_interval]"}
+    assert all(re.search(r"\b(rate|increase)\(", expr) for expr in exprs if "[" in expr)
+    undescribed = [panel["title"] for panel in board["panels"] if not panel.get("description", "").strip()]
+    assert undescribed == [], "panels without a description"
 
 
 def test_dead_letters_by_class_and_commit_latency() -> None:
@@ -221,7 +232,8 @@ def test_no_series_carries_a_job_label() -> None:
     samples = _samples(JobMetrics(_config()).render())
     labelled = {name for name, labels in samples if any(label == "job" for label, _ in labels)}
     assert labelled == set()
-    assert all(dict(labels)["pipeline"] == "shop" for name, labels in samples if name.startswith("hudi_cdc_"))
+    # the process metrics too: a board selects the driver's memory by the pipeline, as the counts
+    assert all(dict(labels)["pipeline"] == "shop" for name, labels in samples)
 
 
 def test_the_registry_holds_the_driver_process_metrics() -> None:
