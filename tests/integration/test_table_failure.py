@@ -65,11 +65,11 @@ def test_a_corrupt_metadata_table_stops_the_table_and_the_batch_is_applied_after
     message = str(failed.value)
     assert f"table accounts: batch 1 ({job.topic('accounts')}[0]@4..7) could not be written" in message
     assert "HoodieMetadataException" in message and "No record was dead-lettered" in message
-    assert "run `hudi-cdc rebuild-metadata accounts`" in message
+    assert "run `hudi-cdc rebuild-metadata --table accounts`" in message
     assert not (tmp_path / "dead_letter").exists()
 
     config = str(job.config_file())
-    repaired = CliRunner().invoke(cli, ["rebuild-metadata", "accounts", "--config", config])
+    repaired = CliRunner().invoke(cli, ["rebuild-metadata", "--table", "accounts", "--config", config])
     assert repaired.exit_code == 0, repaired.output
     assert "metadata table deleted; backup at" in repaired.output
 
@@ -87,7 +87,7 @@ def test_a_corrupt_metadata_table_stops_the_table_and_the_batch_is_applied_after
     assert (rebuilt / ".hoodie").is_dir()
     if layout.get("index") == "record_level":
         assert any((rebuilt / "record_index").iterdir()), "the record-level index was not rebuilt"
-    nothing = CliRunner().invoke(cli, ["rebuild-metadata", "nobody", "--config", config])
+    nothing = CliRunner().invoke(cli, ["rebuild-metadata", "--table", "nobody", "--config", config])
     assert nothing.exit_code == 2 and "no table 'nobody'" in nothing.output
 
 
@@ -248,7 +248,7 @@ def test_a_continuous_job_parks_a_table_and_catches_it_up_without_a_restart(
             assert [r["id"] for r in job.rows_spark("accounts")] == [1]
 
         # the storage works again; the operator asks for a try now, with no restart
-        retried = CliRunner().invoke(cli, ["retry-table", "accounts", "--config", str(tmp_path / "job.yaml")])
+        retried = CliRunner().invoke(cli, ["retry-table", "--table", "accounts", "--config", str(tmp_path / "job.yaml")])
         assert retried.exit_code == 0, retried.output
         request = tmp_path / f"{job.checkpoint}_retry" / "accounts"
         assert request.exists()
