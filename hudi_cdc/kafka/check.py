@@ -10,7 +10,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -18,24 +18,31 @@ from confluent_kafka.admin import AdminClient
 from hudi_cdc.config.durations import format_duration
 from hudi_cdc.config.models import KafkaSource
 from hudi_cdc.errors import KafkaUnreachableError
+from hudi_cdc.kafka.tls import is_java_tls_setting, librdkafka_tls
 
 log = logging.getLogger(__name__)
 
 # The Java client's SASL login module line; librdkafka takes the user and password as two settings.
 _JAAS_FIELD = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Java-client settings librdkafka does not know; they matter to Spark's source, not to this check.
-_JAVA_ONLY = re.compile(r"^(sasl\.jaas\.config|ssl\.truststore\..*|ssl\.keystore\.type|.*\.class|.*\.callback\.handler.*)$")
+# (TLS settings are translated by `kafka.tls`.)
+_JAVA_ONLY = re.compile(r"^(sasl\.jaas\.config|.*\.class|.*\.callback\.handler.*)$")
 
 
 def client_settings(kafka: KafkaSource) -> dict[str, str]:
-    """The librdkafka settings equivalent to the job's Kafka settings (Java client names)."""
+    """The librdkafka settings equivalent to the job's Kafka settings (Java client names).
+
+    ConfigError when a Java key store in `kafka.properties` cannot be read (`kafka.tls`).
+    """
     settings = {"bootstrap.servers": kafka.bootstrap_servers, "log_level": "2"}
     for key, value in kafka.properties.items():
         if key == "sasl.jaas.config":
             for name, field_value in _JAAS_FIELD.findall(value):
                 settings[f"sasl.{name}"] = re.sub(r"\\(.)", r"\1", field_value)
-        if not _JAVA_ONLY.match(key):
+        if not _JAVA_ONLY.match(key) and not is_java_tls_setting(key):
             settings[key] = value
+    for key, value in librdkafka_tls(kafka.properties).items():
+        settings.setdefault(key, value)  # a librdkafka name set explicitly wins
     return settings
 
 
@@ -52,12 +59,23 @@ def topic_names(kafka: KafkaSource) -> list[str]:
     """The brokers' topics (internal ones included), sorted; KafkaUnreachableError as `check_reachable`."""
     timeout = kafka.connect_timeout.total_seconds()
     began = time.monotonic()
+    # librdkafka tells why a connection failed (a TLS handshake, SASL) only to the error callback;
+    # the metadata request itself ends with "transport failure" or a timeout
+    connection_errors: list[str] = []
+
+    def admin(settings: dict[str, str | int | float | bool]) -> AdminClient:
+        conf: dict[str, Any] = {**settings, "error_cb": lambda error: connection_errors.append(str(error.str()))}
+        return AdminClient(conf)
+
+    client = librdkafka_client(admin, client_settings(kafka))
     try:
-        metadata = librdkafka_client(AdminClient, client_settings(kafka)).list_topics(timeout=timeout)
+        metadata = client.list_topics(timeout=timeout)
     except KafkaException as exc:
+        client.poll(0.5)  # serves the error callbacks queued meanwhile
         # the error names the broker state, never a setting's value
+        reason = "; ".join(dict.fromkeys([_reason(exc), *connection_errors[-2:]]))
         raise KafkaUnreachableError(
-            kafka.bootstrap_servers, timeout=format_duration(kafka.connect_timeout), reason=_reason(exc)
+            kafka.bootstrap_servers, timeout=format_duration(kafka.connect_timeout), reason=reason
         ) from None
     log.info("kafka %s answered in %.1fs (%d topics)", kafka.bootstrap_servers, time.monotonic() - began, len(metadata.topics))
     return sorted(metadata.topics)

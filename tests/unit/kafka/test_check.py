@@ -13,12 +13,17 @@ def test_java_client_settings_are_translated_for_the_check() -> None:
     kafka = KafkaSource.model_validate(
         {
             "bootstrap_servers": "b:9092",
-            "properties": {"sasl.jaas.config": 'x required username="u" password="p\\"w";', "ssl.truststore.location": "/t"},
+            "properties": {
+                "sasl.jaas.config": 'x required username="u" password="p\\"w";',
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": "/t",
+            },
         }
     )
     settings = client_settings(kafka)
     assert settings["sasl.username"] == "u" and settings["sasl.password"] == 'p"w'
     assert "sasl.jaas.config" not in settings and "ssl.truststore.location" not in settings
+    assert settings["ssl.ca.location"] == "/t"
 
 
 def test_the_drivers_kafka_clients_leave_out_java_only_settings_and_refuse_bad_values() -> None:
