@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from devkit.debezium import Column, DebeziumTable
+from devkit.services.hms import LocalMetastore
 from devkit.services.kafka import LocalKafka
 from devkit.services.pushgateway import LocalPushgateway
 from hudi_cdc import __version__
@@ -29,10 +31,10 @@ def _corrupt_metadata_table(base_path: str) -> None:
 
 
 def test_a_once_run_pushes_its_counts_process_metrics_and_build_info_also_when_it_fails(
-    spark: SparkSession, kafka: LocalKafka, pushgateway: LocalPushgateway, tmp_path: Path
+    spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, pushgateway: LocalPushgateway, tmp_path: Path
 ) -> None:
     job = Job(spark, kafka, tmp_path, [{"name": "people", "key": ["id"]}, {"name": "pets", "key": ["id"]}],
-              job_settings={"metrics_pushgateway": pushgateway.url})  # fmt: skip
+              metastore_uris=metastore.uri, job_settings={"metrics_pushgateway": pushgateway.url})  # fmt: skip
     published = {"people": 3, "pets": 2}
     sources: dict[str, DebeziumTable] = {}
     for table, count in published.items():
@@ -41,6 +43,7 @@ def test_a_once_run_pushes_its_counts_process_metrics_and_build_info_also_when_i
     pipeline = f"test-{job.suffix}"
     assert pushgateway.samples(pipeline=pipeline) == {}, "another run pushed this group"
 
+    began = time.time()
     batches = job.run()
 
     assert sum(t.applied for b in batches for t in b.tables) == 5
@@ -56,6 +59,12 @@ def test_a_once_run_pushes_its_counts_process_metrics_and_build_info_also_when_i
     assert "push_time_seconds" in names  # the gateway's own: when this run last pushed
     info = [dict(labels) for (name, labels), value in samples.items() if name == "hudi_cdc_build_info" and value == 1]
     assert [i["version"] for i in info] == [__version__]
+    # each table registered in the metastore by this run, and nothing waiting for it
+    synced = {dict(labels)["table"]: value for (name, labels), value in samples.items()
+              if name == "hudi_cdc_hive_last_sync_timestamp_seconds"}  # fmt: skip
+    assert set(synced) == set(published) and all(began <= at <= time.time() for at in synced.values())
+    lagging = {dict(labels)["table"]: value for (name, labels), value in samples.items() if name == "hudi_cdc_hive_sync_lagging"}
+    assert lagging == {"people": 0, "pets": 0}
 
     # a run that ends with an error pushes too: its own counts replace the last run's
     pushed_at = samples[("push_time_seconds", (("instance", ""), ("job", "hudi_cdc"), ("pipeline", pipeline)))]
