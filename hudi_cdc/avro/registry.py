@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +23,7 @@ from threading import Lock
 from typing import Literal
 
 from hudi_cdc.config.models import SchemaRegistry
-from hudi_cdc.errors import RegistryUnavailableError
+from hudi_cdc.errors import ConfigError, RegistryUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,33 @@ class SchemaFetcher:
         self._sleep = sleep
         self._cache: dict[SchemaRef, str | None] = {}
         self._lock = Lock()
+        self._context: ssl.SSLContext | None = None
+
+    def _tls(self) -> ssl.SSLContext | None:
+        """The HTTPS context of `config.tls` (made once); ConfigError when its files cannot be read."""
+        if self.config.tls is None:
+            return None
+        if self._context is None:
+            try:
+                self._context = self.config.tls.ssl_context()
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a file that is not PEM
+                raise ConfigError("schema_registry.tls", [f"{type(exc).__name__}: {exc}"]) from None
+        return self._context
+
+    def ping(self) -> int:
+        """Ask the registry for its subjects once (no retry), with the configured credentials and TLS:
+        the number of subjects; OSError (HTTP errors included) or ValueError when it cannot answer."""
+        request = self._request(f"{self.config.url.rstrip('/')}/subjects")
+        try:
+            with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds(), context=self._tls()) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise OSError(f"HTTP {exc.code}: the registry refused the credentials") from exc
+            raise
+        if not isinstance(body, list):
+            raise ValueError(f"{self.config.url}/subjects answered {type(body).__name__}, not a list of subjects")
+        return len(body)
 
     def schemas(self, refs: Iterable[SchemaRef]) -> dict[SchemaRef, str | None]:
         """ref -> the Avro schema JSON text, None for one the registry does not know."""
@@ -105,7 +133,7 @@ class SchemaFetcher:
             return None
         request = self._request(f"{base}/ids/{ref.kind}s/{ref.id}")
         try:
-            with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds()) as response:
+            with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds(), context=self._tls()) as response:
                 artifact_type = str(response.headers.get("X-Registry-ArtifactType", "AVRO"))
                 text: str = response.read().decode("utf-8")
         except urllib.error.HTTPError as exc:
@@ -124,7 +152,7 @@ class SchemaFetcher:
     def _get(self, schema_id: int) -> str | None:
         request = self._request(f"{self.config.url.rstrip('/')}/schemas/ids/{schema_id}")
         try:
-            with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds()) as response:
+            with urllib.request.urlopen(request, timeout=self.config.request_timeout.total_seconds(), context=self._tls()) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as exc:
             # a 404 without the ccompat code is a wrong URL, not an unknown id: retry, then stop

@@ -11,6 +11,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hudi_cdc.config.tls import TlsFiles
+
 # Keys the relay sets itself for every step (which tables, which snapshot mode, which schema
 # history topic); a value in the YAML would be silently replaced, so it is refused instead.
 RELAY_OWNED_KEYS = (
@@ -38,7 +40,14 @@ class ConnectorSection(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     connect_url: str
-    """Kafka Connect REST URL, e.g. `http://connect:8083`."""
+    """Kafka Connect REST URL, e.g. `http://connect:8083` (or https://)."""
+    username: str | None = None
+    """HTTP basic auth user of the Connect REST API (with `password`), usually `${VAR}`."""
+    password: str | None = Field(default=None, repr=False)
+    """HTTP basic auth password; put a `${VAR}` reference here, never the secret itself."""
+    tls: TlsFiles | None = None
+    """For an https `connect_url`: the CA that signed the workers' certificate (`ca_file`) and the
+    client certificate (`cert_file`, `key_file`) for workers that ask for one; None: the system's CAs."""
     name: str
     """Connector name of the incremental (binlog) capture; snapshot runs are `<name>-snapshot-<n>`."""
     tables: list[str] = Field(min_length=1)

@@ -21,6 +21,7 @@ from hudi_cdc.config.connector import ConnectorSection
 from hudi_cdc.config.durations import Duration
 from hudi_cdc.config.env import substitute
 from hudi_cdc.config.sql_types import type_problem
+from hudi_cdc.config.tls import TlsFiles
 from hudi_cdc.config.yaml_file import read_yaml
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.events import DEFAULT_PLACEHOLDER, column_names_problem, placeholder_bytes
@@ -118,6 +119,10 @@ class SchemaRegistry(_Frozen):
     """HTTP basic auth user (with `password`), usually `${VAR}`."""
     password: str | None = Field(default=None, repr=False)
     """HTTP basic auth password; put a `${VAR}` reference here, never the secret itself."""
+    tls: TlsFiles | None = None
+    """For an https `url`: the CA that signed the registry's certificate (`ca_file`, a private CA) and
+    the client certificate (`cert_file`, `key_file`) a registry asking for one gets; None: the
+    system's trusted CAs, no client certificate."""
     request_timeout: Duration = timedelta(seconds=10)
     """How long one request may take."""
     retry_budget: Duration = timedelta(seconds=60)

@@ -52,7 +52,7 @@ def relay_for(spark: SparkSession, config: Config, *, source: str, rest: Connect
     """A `Relay` for the job config; ConfigError when it has no `connector` section."""
     folder = store.ledger_folder(config, source=source)
     assert config.connector is not None  # ledger_folder refused a config without one
-    return Relay(spark=spark, config=config, rest=rest or ConnectRest(config.connector.connect_url), folder=folder)
+    return Relay(spark=spark, config=config, rest=rest or ConnectRest.for_section(config.connector), folder=folder)
 
 
 def snapshot_config(section: ConnectorSection, run: L.SnapshotRun) -> dict[str, str]:

@@ -9,15 +9,19 @@ Every failure is a `ConnectError`.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import ssl
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, get_args
 
-from hudi_cdc.errors import ConnectError
+from hudi_cdc.config.connector import ConnectorSection
+from hudi_cdc.config.tls import TlsFiles
+from hudi_cdc.errors import ConfigError, ConnectError
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +31,33 @@ _REBALANCE_RETRY_SECONDS = 30.0
 
 
 class ConnectRest:
-    """The Kafka Connect REST API (connectors, status, KIP-875 offsets)."""
+    """The Kafka Connect REST API (connectors, status, KIP-875 offsets), over http or https, with
+    HTTP basic auth when `username` is given (Connect's `rest.extension.classes` JAAS realm)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self, url: str, *, username: str | None = None, password: str | None = None, tls: TlsFiles | None = None
+    ) -> None:
         self.url = url.rstrip("/")
+        self._authorization = (
+            "Basic " + base64.b64encode(f"{username}:{password or ''}".encode()).decode() if username is not None else None
+        )
+        self._tls = tls
+        self._context: ssl.SSLContext | None = None
+
+    @classmethod
+    def for_section(cls, section: ConnectorSection) -> ConnectRest:
+        """The client of the job file's `connector:` Connect cluster, with its credentials and TLS."""
+        return cls(section.connect_url, username=section.username, password=section.password, tls=section.tls)
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        if self._tls is None:
+            return None
+        if self._context is None:
+            try:
+                self._context = self._tls.ssl_context()
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a file that is not PEM
+                raise ConfigError("connector.tls", [f"{type(exc).__name__}: {exc}"]) from None
+        return self._context
 
     def create_connector(
         self, name: str, config: Mapping[str, str], *, initial_state: InitialState = "RUNNING"
@@ -127,11 +154,14 @@ class ConnectRest:
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        if self._authorization is not None:
+            headers["Authorization"] = self._authorization
+        context = self._ssl_context()
         deadline = time.monotonic() + _REBALANCE_RETRY_SECONDS
         while True:
             request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
             try:
-                with urllib.request.urlopen(request, timeout=60) as response:
+                with urllib.request.urlopen(request, timeout=60, context=context) as response:
                     payload = response.read()
                 return json.loads(payload) if payload else None
             except urllib.error.HTTPError as exc:
@@ -139,6 +169,8 @@ class ConnectRest:
                 if exc.code == 409 and time.monotonic() < deadline:
                     time.sleep(0.5)
                     continue
+                if exc.code in (401, 403):
+                    text = f"the worker refused the credentials (`connector.username`/`password`): {text}"
                 raise ConnectError(f"{method} {path} -> HTTP {exc.code}: {text}", http_status=exc.code) from exc
             except (urllib.error.URLError, OSError) as exc:
                 raise ConnectError(f"{method} {self.url}{path}: {exc}") from exc
