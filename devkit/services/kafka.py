@@ -14,6 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -70,6 +71,20 @@ def write_log4j2(directory: Path, service: str) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class BrokerTls:
+    """A TLS listener beside the PLAINTEXT one: the broker's key store, and whether clients must show a certificate."""
+
+    keystore: Path
+    """PKCS12 key store with the broker's key and certificate chain (its host names: 127.0.0.1, localhost)."""
+    password: str
+    """Password of the key store and of its key."""
+    client_auth: bool = False
+    """Require a client certificate signed by a CA in `truststore` (mutual TLS)."""
+    truststore: Path | None = None
+    """PKCS12 store of the CAs whose client certificates the broker accepts (with `client_auth`)."""
+
+
 def _cluster_id() -> str:
     # What `kafka-storage random-uuid` prints: a type-4 UUID, URL-safe base64 without padding.
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -86,8 +101,12 @@ class LocalKafka(LocalService):
         heap: str = "512m",
         jvm_options: tuple[str, ...] = FAST_START_JVM_OPTIONS,
         startup_timeout: float = 120.0,
+        tls: BrokerTls | None = None,
     ) -> None:
         self.directory = directory or run_dir(SERVICE)
+        self.tls = tls
+        """With it, a TLS listener on `tls_port` too (clients of this class keep the PLAINTEXT one)."""
+        self.tls_port = 0
         self.libs = libs or build_dir() / "kafka" / "libs"
         self.heap = heap
         self.jvm_options = jvm_options
@@ -104,6 +123,13 @@ class LocalKafka(LocalService):
         if not self.port:
             raise ServiceError(SERVICE, "not started")
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def tls_bootstrap_servers(self) -> str:
+        """`127.0.0.1:<port>` of the running broker's TLS listener (started with `tls`)."""
+        if not self.tls_port:
+            raise ServiceError(SERVICE, "not started with a TLS listener")
+        return f"127.0.0.1:{self.tls_port}"
 
     @property
     def log_path(self) -> Path:
@@ -135,6 +161,10 @@ class LocalKafka(LocalService):
             self.port, self.controller_port = free_port(), free_port()
             while self.controller_port == self.port:
                 self.controller_port = free_port()
+            if self.tls is not None:
+                self.tls_port = free_port()
+                while self.tls_port in (self.port, self.controller_port):
+                    self.tls_port = free_port()
         server_properties = self._write_server_properties(data)
         log4j2 = write_log4j2(self.directory, SERVICE)
         java = str(java17_home() / "bin" / "java")
@@ -224,9 +254,30 @@ class LocalKafka(LocalService):
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "true",
         }
+        if self.tls is not None:
+            props.update(self._tls_properties(self.tls))
         path = self.directory / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return path
+
+    def _tls_properties(self, tls: BrokerTls) -> dict[str, str]:
+        # a listener named SSL: PLAINTEXT stays the inter-broker one, so the broker never needs
+        # to trust its own certificate, and the test helpers' clients keep working unchanged
+        props = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},SSL://127.0.0.1:{self.tls_port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},SSL://127.0.0.1:{self.tls_port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(tls.keystore),
+            "ssl.keystore.password": tls.password,
+            "ssl.key.password": tls.password,
+            "ssl.client.auth": "required" if tls.client_auth else "none",
+        }
+        if tls.truststore is not None:
+            props.update({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(tls.truststore),
+                          "ssl.truststore.password": tls.password})  # fmt: skip
+        return props
 
     def _format(self, java: str, common: list[str], server_properties: Path, process: ServiceProcess) -> None:
         # A static voter set (controller.quorum.voters) lets `format` run without --standalone.
