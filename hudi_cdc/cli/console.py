@@ -573,6 +573,9 @@ def resume_binlog(
 from hudi_cdc.cli.snapshot import snapshot  # noqa: E402 - the group registers after `cli` exists
 
 cli.add_command(snapshot)
+from hudi_cdc.cli.check import check  # noqa: E402 - registers after `cli` exists, as snapshot
+
+cli.add_command(check)
 
 
 @cli.command("submit-file")
