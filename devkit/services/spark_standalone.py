@@ -149,7 +149,8 @@ class LocalSparkStandalone(LocalService):
         try:
             for worker in self.workers:
                 self.start_worker(worker, wait=False)
-            self._process_of_master().wait_ready(self._workers_alive, timeout=self.startup_timeout)
+            for worker in self.workers:  # fails at once, with its log, if a worker exits
+                self._process_of(worker).wait_ready(self._workers_alive, timeout=self.startup_timeout)
         except BaseException:
             self.stop()
             raise
@@ -184,6 +185,11 @@ class LocalSparkStandalone(LocalService):
         if wait:
             process.wait_ready(self._workers_alive, timeout=self.startup_timeout)
 
+    def _process_of(self, worker: Worker) -> ServiceProcess:
+        if worker.process is None:
+            raise ServiceError(SERVICE, f"worker {worker.number} is not running")
+        return worker.process
+
     def kill_worker(self, worker: Worker) -> int:
         """SIGKILL the worker's JVM (no shutdown hook runs); return the PID killed.
 
@@ -195,11 +201,6 @@ class LocalSparkStandalone(LocalService):
         os.kill(pid, signal.SIGKILL)
         worker.process.stop(timeout=10)  # reaps the killed process and forgets its pid file
         return pid
-
-    def _process_of_master(self) -> ServiceProcess:
-        if self._process is None:
-            raise ServiceError(SERVICE, "the master is not running")
-        return self._process
 
     def _master_ready(self) -> bool:
         return bool(self.state().get("status") == "ALIVE")
