@@ -19,7 +19,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed jars s3-jars kafka connect trino presto registry s3 hdfs  ## venv + package + jars + Kafka (idempotent, cached)
+install: $(VENV)/.installed jars s3-jars kafka connect trino presto registry s3 hdfs yarn dist  ## venv + package + jars + Kafka (idempotent, cached)
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -57,6 +57,20 @@ hdfs: $(BUILD)/hdfs/.fetched  ## a one-process HDFS for the tests (Hadoop's Mini
 $(BUILD)/hdfs/.fetched: infra/hdfs/pom.xml | system-packages
 	rm -rf $(BUILD)/hdfs && mkdir -p $(BUILD)/hdfs/jars
 	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(BUILD)/hdfs/jars
+	touch $@
+
+.PHONY: dist
+dist: $(BUILD)/dist/.built  ## what a cluster job uploads: wheel, packed venv (--archives), jars and --packages coordinates -> build/dist
+$(BUILD)/dist/.built: setup.cfg pyproject.toml constraints.txt devkit/dist.py $(shell find hudi_cdc -name '*.py') | $(VENV)/.installed jars
+	$(PY) -m devkit.dist
+	touch $@
+
+.PHONY: yarn
+yarn: $(BUILD)/yarn/.fetched  ## HDFS + YARN in one process for the tests (MiniDFSCluster, MiniYARNCluster) -> build/yarn
+$(BUILD)/yarn/.fetched: infra/yarn/pom.xml infra/yarn/MiniYarnCluster.java | hdfs
+	rm -rf $(BUILD)/yarn && mkdir -p $(BUILD)/yarn/jars $(BUILD)/yarn/classes
+	$(MVN) -f $< $(DEP):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(BUILD)/yarn/jars
+	javac --release 17 -nowarn -d $(BUILD)/yarn/classes -cp '$(BUILD)/hdfs/jars/*' infra/yarn/MiniYarnCluster.java
 	touch $@
 
 kafka: $(BUILD)/kafka/.fetched  ## Kafka broker classpath -> build/kafka/libs
