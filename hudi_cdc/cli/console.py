@@ -12,11 +12,12 @@ import click
 
 from hudi_cdc import __version__
 from hudi_cdc.cli.exit_codes import exit_code
+from hudi_cdc.cli.job_file import load_config
 from hudi_cdc.cli.logs import LogFormat, configure
 from hudi_cdc.cli.options import json_option, table_option
 from hudi_cdc.cli.output import fail, output_for
 from hudi_cdc.cli.progress import Reporter
-from hudi_cdc.config.models import Config, JobConfig, TableConfig, load_config
+from hudi_cdc.config.models import Config, JobConfig, TableConfig
 from hudi_cdc.errors import CdcError, ConfigError
 
 if TYPE_CHECKING:
@@ -42,7 +43,11 @@ def catch_errors(func: F) -> F:
 
 
 config_option = click.option(
-    "--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False), help="Job YAML file."
+    "--config",
+    "config_path",
+    required=True,
+    metavar="PATH|URI",
+    help="Job YAML file: a local path, or hdfs://... or s3a://... (read through the session's Hadoop file systems).",
 )
 
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc.cli.exit_codes import REFUSED, exit_code
+from hudi_cdc.cli.job_file import load_config
 from hudi_cdc.cli.options import json_option
 from hudi_cdc.cli.output import fail, output_for
-from hudi_cdc.config.models import load_config
 from hudi_cdc.errors import CdcError, RelayRefused
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ EXIT_REFUSED = REFUSED
 _BAR_WIDTH = 24
 
 config_option = click.option(
-    "--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False),
-    help="Job YAML file with a `connector` section.",
+    "--config", "config_path", required=True, metavar="PATH|URI",
+    help="Job YAML file with a `connector` section: a local path, or hdfs://... or s3a://...",
 )  # fmt: skip
 
 

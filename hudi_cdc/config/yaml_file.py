@@ -1,7 +1,9 @@
-"""The job file's YAML, read strictly: a key given twice in one mapping is an error, not "the last wins"."""
+"""The job file's YAML, read strictly: a key given twice in one mapping is an error, not "the last wins";
+and where the file is (a local path or a cluster storage's URI)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -37,3 +39,15 @@ def read_yaml(text: str) -> Any:
         yaml.YAMLError: not valid YAML, or a key given twice in one mapping.
     """
     return yaml.load(text, Loader=_StrictLoader)
+
+
+_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+)://")
+
+
+def is_remote(location: str) -> bool:
+    """Whether the job file at `location` is on a cluster's storage (`hdfs://`, `s3a://`, ...), not a local path.
+
+    `file://` is local; a one-letter scheme is a Windows drive, never a URI.
+    """
+    match = _URI.match(location)
+    return match is not None and match["scheme"].lower() != "file"

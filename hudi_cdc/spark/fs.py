@@ -13,7 +13,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.locations import PathKind
-from hudi_cdc.spark.session import hadoop_conf, jvm
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.spark.session import error_summary, hadoop_conf, jvm
 
 
 def open_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
@@ -86,6 +87,40 @@ def read_text(spark: SparkSession, path: str) -> str | None:
     finally:
         stream.close()
     return "\n".join(lines)
+
+
+def read_job_file(spark: SparkSession, uri: str) -> str:
+    """The text of the job file at `uri` (`hdfs://`, `s3a://`), as HoodieStreamer reads its `--props`.
+
+    Through a file system opened for this read and closed after it, not Hadoop's cached one: the
+    job's own `hadoop_conf` is only known once this file is read, and a cached file system would
+    keep the settings it was opened with for every later access to the same storage.
+
+    Raises:
+        ConfigError: there is no file at `uri`, or it cannot be read (permissions, the storage
+            does not answer, no file system for the scheme).
+    """
+    gateway = jvm(spark)
+    target = gateway.org.apache.hadoop.fs.Path(uri)
+    try:
+        fs = gateway.org.apache.hadoop.fs.FileSystem.newInstance(target.toUri(), hadoop_conf(spark))
+        try:
+            if not fs.exists(target):
+                raise ConfigError(uri, ["file not found"])
+            if fs.getFileStatus(target).isDirectory():
+                raise ConfigError(uri, ["a folder, not a file"])
+            stream = fs.open(target)
+            try:
+                data = gateway.org.apache.commons.io.IOUtils.toByteArray(stream)
+            finally:
+                stream.close()
+        finally:
+            fs.close()
+    except ConfigError:
+        raise
+    except Exception as exc:  # py4j wraps the storage's IOException (AccessControlException, ConnectException...)
+        raise ConfigError(uri, [f"cannot be read: {error_summary(exc)}"]) from None
+    return bytes(data).decode("utf-8")
 
 
 def list_files(spark: SparkSession, path: str) -> Iterator[tuple[str, int]]:
