@@ -78,21 +78,24 @@ def _kafka(config: Config) -> Finding:
     try:
         topics = topic_names(kafka)
     except KafkaUnreachableError as exc:
-        return Finding("kafka", kafka.bootstrap_servers, "unreachable", exc.reason, _kafka_fix(exc.reason))
+        status, fix = kafka_diagnosis(exc.reason)
+        return Finding("kafka", kafka.bootstrap_servers, status, exc.reason, fix)
     except ConfigError as exc:
         return Finding("kafka", kafka.bootstrap_servers, "configuration", "; ".join(exc.problems),
                        "fix the TLS settings in `kafka.properties`")  # fmt: skip
     return Finding("kafka", kafka.bootstrap_servers, "ok", f"{len(topics)} topics")
 
 
-def _kafka_fix(reason: str) -> str:
+def kafka_diagnosis(reason: str) -> tuple[Status, str]:
+    """The status and the fix of librdkafka's `reason` for not answering: a refused certificate or
+    login is a setting to fix (`configuration`), anything else the brokers being away."""
     if "certificate verify failed" in reason or "could not be verified" in reason:
-        return ("the broker's certificate is not signed by a trusted CA: set `ssl.truststore.location` "
-                "(with `ssl.truststore.type: PEM` for a PEM file) in `kafka.properties`")  # fmt: skip
+        return "configuration", ("the broker's certificate is not signed by a trusted CA: set `ssl.truststore.location` "
+                                 "(with `ssl.truststore.type: PEM` for a PEM file) in `kafka.properties`")  # fmt: skip
     if "SASL" in reason or "uthentication" in reason:
-        return "check the SASL settings (`sasl.mechanism`, `sasl.jaas.config`) in `kafka.properties`"
-    return ("check that the brokers run, `kafka.bootstrap_servers`, and `security.protocol` with its "
-            "ssl/sasl settings in `kafka.properties`")  # fmt: skip
+        return "configuration", "check the SASL settings (`sasl.mechanism`, `sasl.jaas.config`) in `kafka.properties`"
+    return "unreachable", ("check that the brokers run, `kafka.bootstrap_servers`, and `security.protocol` with its "
+                           "ssl/sasl settings in `kafka.properties`")  # fmt: skip
 
 
 def _registry(config: Config) -> Finding:
@@ -104,7 +107,8 @@ def _registry(config: Config) -> Finding:
         return Finding("schema registry", registry.url, "configuration", "; ".join(exc.problems),
                        "fix the files of `schema_registry.tls`")  # fmt: skip
     except (OSError, ValueError) as exc:
-        return Finding("schema registry", registry.url, "unreachable", _http_reason(exc), _http_fix("schema_registry", str(exc)))
+        reason = _http_reason(exc)
+        return Finding("schema registry", registry.url, _http_status(reason), reason, _http_fix("schema_registry", reason))
     return Finding("schema registry", registry.url, "ok", f"{subjects} subjects")
 
 
@@ -117,13 +121,19 @@ def _connect(config: Config) -> Finding:
         return Finding("kafka connect", section.connect_url, "configuration", "; ".join(exc.problems),
                        "fix the files of `connector.tls`")  # fmt: skip
     except ConnectError as exc:
-        return Finding("kafka connect", section.connect_url, "unreachable", str(exc), _http_fix("connector", str(exc)))
+        return Finding("kafka connect", section.connect_url, _http_status(str(exc)), str(exc), _http_fix("connector", str(exc)))
     return Finding("kafka connect", section.connect_url, "ok", f"{len(connectors)} connectors")
 
 
 def _http_reason(exc: BaseException) -> str:
     reason = getattr(exc, "reason", None)  # urllib's URLError wraps the socket's or TLS's error
     return f"{type(exc).__name__}: {reason if reason is not None else exc}"
+
+
+def _http_status(message: str) -> Status:
+    """A refused certificate or refused credentials are settings to fix; anything else the service being away."""
+    refused = "CERTIFICATE_VERIFY_FAILED" in message or "refused the credentials" in message
+    return "configuration" if refused else "unreachable"
 
 
 def _http_fix(section: str, message: str) -> str:

@@ -4,14 +4,18 @@ clients (the start check) reach a real broker with them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from devkit.services.kafka import BrokerTls, LocalKafka
 from devkit.services.process import run_dir
+from hudi_cdc.cli.console import cli
+from hudi_cdc.cli.exit_codes import CONFIGURATION
 from hudi_cdc.config.models import KafkaSource
 from hudi_cdc.errors import KafkaUnreachableError
 from hudi_cdc.kafka.check import check_reachable, topic_names
@@ -121,3 +125,22 @@ def test_without_a_client_certificate_the_broker_refuses(tls_kafka: LocalKafka, 
         check_reachable(kafka)
 
     assert tls_kafka.tls_bootstrap_servers in str(raised.value)
+
+
+def test_check_says_a_missing_ca_is_a_setting_to_fix(
+    spark: SparkSession, tls_kafka: LocalKafka, client: Identity, tmp_path: Path
+) -> None:
+    job = Job(spark, tls_kafka, tmp_path, [{"name": "accounts", "key": ["id"]}])
+    properties = {"security.protocol": "SSL", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(client.p12),
+                  "ssl.keystore.password": PASSWORD}  # fmt: skip
+    path = job.config_file(kafka={"bootstrap_servers": tls_kafka.tls_bootstrap_servers, "properties": properties,
+                                  "connect_timeout": "8 seconds"})  # fmt: skip
+
+    result = CliRunner().invoke(cli, ["check", "--config", str(path), "--json"])
+
+    assert result.exit_code == CONFIGURATION, result.output
+    rows = {row["component"]: row for row in json.loads(result.stdout.strip().splitlines()[-1])["rows"]}
+    assert rows["kafka"]["status"] == "configuration"
+    assert "certificate verify failed" in rows["kafka"]["detail"]
+    assert "ssl.truststore.location" in rows["kafka"]["fix"]
+    assert PASSWORD not in result.output

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hudi_cdc.config.models import parse_config
-from hudi_cdc.job.services import Finding, exit_status, storage_paths
+from hudi_cdc.job.services import Finding, exit_status, kafka_diagnosis, storage_paths
 
 
 def test_every_folder_of_the_job_is_checked_a_templates_up_to_its_first_placeholder() -> None:
@@ -31,3 +31,10 @@ def test_a_wrong_setting_outranks_an_unreachable_service() -> None:
     assert exit_status([ok, ok]) == "ok"
     assert exit_status([ok, down]) == "unreachable"
     assert exit_status([down, wrong, ok]) == "configuration"
+
+
+def test_a_refused_certificate_or_login_is_a_setting_to_fix_a_silent_broker_is_away() -> None:
+    verify = "ssl://b:9093/bootstrap: SSL handshake failed: certificate verify failed: broker certificate could not be verified"
+    assert kafka_diagnosis(verify)[0] == "configuration" and "ssl.truststore.location" in kafka_diagnosis(verify)[1]
+    assert kafka_diagnosis("SASL authentication error: Authentication failed")[0] == "configuration"
+    assert kafka_diagnosis("Failed to get metadata: Local: Broker transport failure")[0] == "unreachable"
