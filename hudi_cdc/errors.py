@@ -77,6 +77,19 @@ class MissingJarsError(TerminalError):
         )
 
 
+class SessionSettingsError(TerminalError):
+    """A Spark session hudi_cdc did not create lacks settings the job needs and only its creator can set."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(
+            f"the Spark session lacks settings the job needs:\n{lines}\n"
+            "They take effect only when the session starts (SparkSession.builder.config(...), spark-submit "
+            "--conf): hudi_cdc does not change a session it did not create. Nothing was run."
+        )
+
+
 class ConnectError(CdcError):
     """Kafka Connect or the source database refused a `resume-binlog` step; the steps after it did not run.
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from hudi_cdc import __version__
 from hudi_cdc.cli.exit_codes import exit_code
 from hudi_cdc.cli.job_file import load_config
 from hudi_cdc.cli.logs import LogFormat, configure
@@ -19,6 +18,7 @@ from hudi_cdc.cli.output import fail, output_for
 from hudi_cdc.cli.progress import Reporter
 from hudi_cdc.config.models import Config, JobConfig, TableConfig
 from hudi_cdc.errors import CdcError, ConfigError
+from hudi_cdc.version import __version__
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -588,10 +588,10 @@ def submit_file() -> None:
     """Print the file spark-submit runs for any command: `spark-submit ... $(hudi-cdc submit-file) run --config ...`."""
     from pathlib import Path
 
-    import hudi_cdc
+    from hudi_cdc import version
 
     # named, not imported: the entry file imports this module
-    click.echo(Path(hudi_cdc.__file__).parent / "__main__.py")
+    click.echo(Path(version.__file__).parent / "__main__.py")
 
 
 def main() -> None:

@@ -713,27 +713,42 @@ def check_base_paths(config: Config, fs: locations.FileSystemView, *, source: st
         raise ConfigError(source, problems)
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
-    """Load and validate a YAML configuration file; `${VAR}` and `${VAR:-default}` come from the environment.
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> Config:
+    """Load and validate a YAML configuration file, or a mapping holding what such a file holds;
+    `${VAR}` and `${VAR:-default}` come from the environment.
 
     The file is parsed first and references are replaced in string values afterwards, so a
     value can never change the YAML structure; an unset variable is an error naming it, and
     no substituted value ever appears in an error message (secrets come from variables).
-    Local base paths are checked on disk; remote ones at run start (`stream.run`).
+    Local base paths are checked on disk; remote ones at run start (`stream.run`). Errors
+    name the file, or "the configuration" for a mapping.
     """
-    path = Path(path)
-    try:
-        data = read_yaml(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(str(path), ["file not found"]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(str(path), [f"not valid YAML: {exc}"]) from None
+    if isinstance(source, Mapping):
+        where, data = "the configuration", _plain(source)
+    else:
+        path = Path(source)
+        where = str(path)
+        try:
+            data = read_yaml(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(where, ["file not found"]) from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(where, [f"not valid YAML: {exc}"]) from None
     data, found = substitute(data, os.environ if environ is None else environ)
     if found.problems:
-        raise ConfigError(str(path), found.problems)
+        raise ConfigError(where, found.problems)
     try:
-        config = parse_config(data, source=str(path))
-        check_base_paths(config, locations.LocalFiles(), source=str(path), local_only=True)
+        config = parse_config(data, source=where)
+        check_base_paths(config, locations.LocalFiles(), source=where, local_only=True)
     except ConfigError as exc:
-        raise ConfigError(str(path), [found.mask(p) for p in exc.problems]) from None
+        raise ConfigError(where, [found.mask(p) for p in exc.problems]) from None
     return config
+
+
+def _plain(node: Any) -> Any:
+    """`node` as the dicts and lists a YAML file parses to (any Mapping, lists and tuples), copied."""
+    if isinstance(node, Mapping):
+        return {key: _plain(value) for key, value in node.items()}
+    if isinstance(node, list | tuple):
+        return [_plain(value) for value in node]
+    return node

@@ -32,10 +32,10 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from hudi_cdc import __version__
 from hudi_cdc.commit.metrics import OUTCOMES, BatchMetrics
 from hudi_cdc.config.models import Config
 from hudi_cdc.kafka.lag import Positions, lag
+from hudi_cdc.version import __version__
 
 log = logging.getLogger(__name__)
 

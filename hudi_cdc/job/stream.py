@@ -29,9 +29,10 @@ from hudi_cdc.job.parking import ParkingLot
 from hudi_cdc.job.pipeline import BatchContext, catch_up, run_batch
 from hudi_cdc.job.preflight import preflight
 from hudi_cdc.job.prometheus import JobMetrics, RunListener
+from hudi_cdc.job.query import JobQuery, RunSummary
 from hudi_cdc.kafka.gaps import LenientGaps
 from hudi_cdc.kafka.source import kafka_source
-from hudi_cdc.spark.session import apply_hadoop_conf
+from hudi_cdc.spark.session import activated, apply_hadoop_conf, for_job
 
 log = logging.getLogger(__name__)
 
@@ -91,20 +92,27 @@ def prometheus_listener(
     )
 
 
-def run(
+def start(
     spark: SparkSession,
     config: Config,
     *,
-    once: bool,
+    once: bool = False,
     on_batch: BatchListener | None = None,
     source: str = "the configuration",
-) -> None:
-    """Run the job: `once` processes what is in Kafka now and stops; otherwise runs every trigger interval.
+) -> JobQuery:
+    """Start the job in the background: `once` processes what is in Kafka now and stops; otherwise a
+    batch every trigger interval until the query is stopped.
 
-    `source` names the configuration file in errors found at start (`preflight`). A CdcError that
-    stops a batch (TableFailure, RegistryUnavailableError...) is raised as itself, not wrapped in
-    Spark's StreamingQueryException, so the CLI prints its text alone.
+    The job's queries run in `for_job(spark)`, a copy of the session with the settings the job
+    needs; `spark` keeps its own. `on_batch` is called with each batch's metrics, in Spark's
+    streaming thread. `source` names the configuration file in errors found at start (`preflight`).
     """
+    spark = for_job(spark)
+    with activated(spark):
+        return _start(spark, config, once=once, on_batch=on_batch, source=source)
+
+
+def _start(spark: SparkSession, config: Config, *, once: bool, on_batch: BatchListener | None, source: str) -> JobQuery:
     apply_hadoop_conf(spark, config.job.hadoop_conf)  # the session may come from spark-submit or a script
     catalog = TableCatalog(spark, config)
     config = catalog.config  # with the tables templates made in earlier runs
@@ -112,7 +120,8 @@ def run(
     apply_retention(spark, config)
     metastore = metastore_sync(config)
     prometheus = prometheus_listener(spark, catalog, once=once, metastore=metastore)
-    listeners = [listener for listener in (on_batch, prometheus) if listener is not None]
+    summary = RunSummary()  # the query's record of every batch
+    listeners = [listener for listener in (summary.batches.append, on_batch, prometheus) if listener is not None]
 
     lot = ParkingLot(spark, config.job.checkpoint_dir) if config.job.on_table_failure == "park" else None
 
@@ -158,6 +167,40 @@ def run(
         for listener in listeners:
             listener(metrics)
 
+    def between_batches() -> None:
+        """Every trigger interval even when no batch runs: retry lagging metastore syncs, catch up parked tables."""
+        if metastore is not None:
+            metastore.sync_due(spark, catalog.config.tables)
+        catch_up_parked()
+
+    def failure(exc: StreamingQueryException) -> BaseException:
+        """What stopped the query, as the error that says what to do."""
+        if stopped_by:
+            # the query's error wraps ours in py4j's and Spark's text; ours says what to do
+            return stopped_by[-1]
+        lost = _data_loss(catalog.config, exc)  # found while planning a batch
+        if lost is not None:
+            return lost
+        reason = kafka_fault(exc)
+        if reason is not None:  # the brokers, not the job: say so, and that nothing was lost
+            return KafkaLostError(config.kafka.bootstrap_servers, reason=reason)
+        return exc
+
+    def wrap_up(failed: bool) -> dict[str, str]:
+        """After the query ended: the last counts, the last metastore sync; the tables still parked."""
+        try:
+            if gaps is not None:
+                gaps.close()
+        finally:
+            if prometheus is not None:
+                prometheus.close()  # the last counts, also of a run that failed
+        if failed:
+            return {}
+        if metastore is not None:
+            metastore.sync_due(spark, catalog.config.tables)
+        configured = {t.name for t in catalog.config.tables}
+        return {p.table: p.cause for p in lot.parked() if p.table in configured} if lot is not None else {}
+
     writer = (
         kafka_source(spark, config)
         .writeStream.queryName(config.job.name)
@@ -170,39 +213,39 @@ def run(
         # a sync that failed before a restart, or tables never registered
         metastore.sync_due(spark, catalog.config.tables)
     catch_up_parked()  # what parked tables missed comes before anything newer
-    query = writer.start()
+    query = JobQuery(
+        writer.start(),
+        spark=spark,
+        interval=max(1, round(interval.total_seconds())),
+        between_batches=between_batches,
+        failure=failure,
+        wrap_up=wrap_up,
+        summary=summary,
+    )
     log.info("job %s started (%s), checkpoint %s", config.job.name, "once" if once else "continuous", config.job.checkpoint_dir)
-    try:
-        # wake up every trigger interval even when no batch runs, to retry lagging metastore syncs
-        while not query.awaitTermination(timeout=max(1, round(interval.total_seconds()))):
-            if metastore is not None:
-                metastore.sync_due(spark, catalog.config.tables)
-            catch_up_parked()
-    except StreamingQueryException as exc:
-        if not stopped_by:
-            lost = _data_loss(catalog.config, exc)  # found while planning a batch
-            if lost is not None:
-                raise lost from exc
-            reason = kafka_fault(exc)
-            if reason is not None:  # the brokers, not the job: say so, and that nothing was lost
-                raise KafkaLostError(config.kafka.bootstrap_servers, reason=reason) from exc
-            raise
-    finally:
-        if gaps is not None:
-            gaps.close()
-        if prometheus is not None:
-            prometheus.close()  # the last counts, also of a run that failed
-    if stopped_by:
-        # the query's error wraps ours in py4j's and Spark's text; ours says what to do (and
-        # keeps its own cause, e.g. Hudi's exception)
-        raise stopped_by[-1]
-    if metastore is not None:
-        metastore.sync_due(spark, catalog.config.tables)
-    configured = {t.name for t in catalog.config.tables}
-    still = {p.table: p.cause for p in lot.parked() if p.table in configured} if lot is not None else {}
-    if still:
+    return query
+
+
+def run(
+    spark: SparkSession,
+    config: Config,
+    *,
+    once: bool,
+    on_batch: BatchListener | None = None,
+    source: str = "the configuration",
+) -> None:
+    """Run the job until it ends: `once` processes what is in Kafka now and stops; otherwise runs every
+    trigger interval (`start`, then waiting on the query).
+
+    `source` names the configuration file in errors found at start (`preflight`). A CdcError that
+    stops a batch (TableFailure, RegistryUnavailableError...) is raised as itself, not wrapped in
+    Spark's StreamingQueryException, so the CLI prints its text alone.
+    """
+    query = start(spark, config, once=once, on_batch=on_batch, source=source)
+    query.awaitTermination()
+    if query.summary.parked:
         # a scheduled run tells its orchestrator: the other tables were written, these were not
-        raise TablesParked(still)
+        raise TablesParked(query.summary.parked)
 
 
 def _data_loss(config: Config, exc: BaseException) -> KafkaDataLossError | None:

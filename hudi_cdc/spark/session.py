@@ -4,24 +4,35 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from hudi_cdc.errors import MissingJarsError
+from hudi_cdc.errors import MissingJarsError, SessionSettingsError
 
 if TYPE_CHECKING:
     from hudi_cdc.config.models import JobConfig
 
-# Hudi's documented session settings; the serializer and registrar are required for its Kryo classes.
-_HUDI_SESSION_CONF = {
+REQUIRED_STATIC_CONF = {
+    # Hudi's writer refuses any other serializer ("hoodie only support KryoSerializer"), and its
+    # Kryo classes need its registrar
     "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
     "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+}
+"""Settings the job needs that Spark reads only when the session's context starts: a session
+hudi_cdc did not create is checked for them (`SessionSettingsError`), never changed."""
+
+_HUDI_SQL_STATIC_CONF = {
+    # Hudi's SQL (`hudi-cdc compact` calls its procedures); static, so set where hudi_cdc creates the session
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+}
+
+JOB_SQL_CONF = {
     # Debezium timestamps are UTC instants; reading them in another zone would shift wall clocks.
     "spark.sql.session.timeZone": "UTC",
     # Debezium's epoch days and microseconds are proleptic Gregorian, as Spark 3+, Trino and
@@ -35,14 +46,20 @@ _HUDI_SESSION_CONF = {
     "spark.sql.avro.datetimeRebaseModeInWrite": "CORRECTED",
     "spark.sql.avro.datetimeRebaseModeInRead": "CORRECTED",
 }
+"""SQL settings the job's queries need for correct values. Runtime settings: `for_job` sets them in
+the job's own copy of a session, never in the caller's."""
 
-_HUDI_HADOOP_CONF = {
+_HUDI_SESSION_CONF = {**REQUIRED_STATIC_CONF, **_HUDI_SQL_STATIC_CONF, **JOB_SQL_CONF}
+
+REQUIRED_HADOOP_CONF = {
     # Hudi writes through parquet-avro when it merges (an upsert into a stored file, compaction),
     # whose default two-level lists cannot hold a NULL element: an update of a row with one in
     # an array (PostgreSQL `{1,NULL}`) failed its batch. Three-level lists, as Spark's own
     # writer (a first snapshot) writes them, hold it; Hudi reads both.
     "parquet.avro.write-old-list-structure": "false",
 }
+"""Hadoop settings the job needs. Hudi reads the context's Hadoop configuration, shared by every
+session, so a session hudi_cdc did not create is checked for them, never changed."""
 
 CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
 CODEGEN_CACHE_DEFAULT = "2000"
@@ -143,11 +160,20 @@ def get_or_create_session(
     master: str | None = None,
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
-    """Return the active SparkSession, or create one wired for Hudi.
+    """Return the running SparkSession untouched, or create one wired for Hudi.
 
-    Under spark-submit the master and jars come from the submit command; locally the
-    jars in $HUDI_CDC_BUILD/jars are added (if set) and the master defaults to local[2].
+    A session that exists (a notebook's, a platform's) keeps every setting: Spark's builder would
+    apply the settings below to it, so it is not called; `for_job` checks what the job needs of
+    it. A new session gets Hudi's settings and, unless under spark-submit (which decides master,
+    jars and resources), local defaults: the jars in $HUDI_CDC_BUILD/jars (if set), local[2],
+    2 shuffle partitions, no UI.
     """
+    existing = running_session()
+    if existing is not None:
+        missing = missing_jars(jvm(existing))
+        if missing:
+            raise MissingJarsError(missing)
+        return existing
     builder = SparkSession.builder.appName(app_name)
     for key, value in _HUDI_SESSION_CONF.items():
         builder = builder.config(key, value)
@@ -185,7 +211,7 @@ def get_or_create_session(
     missing = missing_jars(jvm(session))
     if missing:
         raise MissingJarsError(missing)
-    for key, value in _HUDI_HADOOP_CONF.items():
+    for key, value in REQUIRED_HADOOP_CONF.items():
         # set on the live configuration: under spark-submit the context exists before this
         hadoop_conf(session).set(key, value)
     system = jvm(session).java.lang.System
@@ -193,6 +219,75 @@ def get_or_create_session(
         if system.getProperty(key) is None:  # a -D flag of the user's own wins
             system.setProperty(key, value)
     return session
+
+
+def running_session() -> SparkSession | None:
+    """The session Spark's builder would return now (this thread's active one, else the first one
+    created), or None when no session runs."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    first = SparkSession._instantiatedSession
+    return first if first is not None and first._sc._jsc is not None else None
+
+
+def session_problems(spark: SparkSession) -> list[str]:
+    """What the job needs of `spark` that only the session's creator can set: each as `key=value` to set."""
+    conf = spark.sparkContext.getConf()
+    problems = [
+        f"{key} is {conf.get(key)!r}: build the session with {key}={value}"
+        for key, value in REQUIRED_STATIC_CONF.items()
+        if (conf.get(key) or "") != value
+        and not (key == "spark.kryo.registrator" and value in (conf.get(key) or "").split(","))
+    ]
+    hadoop = hadoop_conf(spark)
+    problems += [
+        f"the Hadoop setting {key} is {hadoop.get(key)!r}: build the session with spark.hadoop.{key}={value}"
+        for key, value in REQUIRED_HADOOP_CONF.items()
+        if hadoop.get(key) != value
+    ]
+    return problems
+
+
+def for_job(spark: SparkSession) -> SparkSession:
+    """The session the job's queries run in: a copy of `spark` with `JOB_SQL_CONF` set; `spark` is unchanged.
+
+    The copy (Spark's `cloneSession`) shares the context, jars and caches and starts with all of
+    `spark`'s SQL settings (shuffle partitions, adaptive execution...), so a user's tuning applies
+    to the job, while the time zone and rebase modes the job's values depend on are set in the
+    copy only. A streaming query started in the copy is listed in the copy's `streams`, not in
+    `spark.streams`.
+
+    Raises:
+        SessionSettingsError: `spark` lacks a static setting the job needs (`session_problems`).
+    """
+    problems = session_problems(spark)
+    if problems:
+        raise SessionSettingsError(problems)
+    copy = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+    for key, value in JOB_SQL_CONF.items():
+        copy.conf.set(key, value)
+    return copy
+
+
+@contextmanager
+def activated(spark: SparkSession) -> Iterator[SparkSession]:
+    """`spark` as this thread's active session in the JVM for the block, then the one before again.
+
+    Why: Hudi and Spark read settings of the thread's active session (`SQLConf.get`) outside a
+    query's execution, e.g. while planning a write; the job's steps on the driver must see the
+    job's session. Streaming batches run in a thread where Spark makes the query's session active.
+    """
+    sessions = jvm(spark).org.apache.spark.sql.SparkSession
+    before = sessions.getActiveSession()
+    sessions.setActiveSession(spark._jsparkSession)
+    try:
+        yield spark
+    finally:
+        if before.isDefined():
+            sessions.setActiveSession(before.get())
+        else:
+            sessions.clearActiveSession()
 
 
 def job_session(job: JobConfig, purpose: str) -> SparkSession:

@@ -15,7 +15,7 @@ PACKAGE = Path(hudi_cdc.__file__).parent
 
 LAYERS: tuple[frozenset[str], ...] = (
     # the vocabulary: errors, the change-event contract, the names of Hudi's keys
-    frozenset({"hudi_cdc", "errors", "events", "hudi.options"}),
+    frozenset({"errors", "events", "hudi.options", "version"}),
     frozenset({"config"}),
     frozenset({"spark"}),
     frozenset({"commit"}),
@@ -27,8 +27,10 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"dead_letters"}),
     frozenset({"relay"}),
     frozenset({"job"}),
+    frozenset({"api"}),  # the public Python API: functions over the job
     frozenset({"cli"}),
-    frozenset({"__main__"}),  # `python -m hudi_cdc`: the command line
+    # `python -m hudi_cdc`: the command line; the package root re-exports the API (imported on use)
+    frozenset({"__main__", "hudi_cdc"}),
 )
 """Bottom to top: a module may import its own layer and those below it."""
 
@@ -108,3 +110,4 @@ def test_the_walk_sees_imports() -> None:
     assert "hudi_cdc.job.table_batch" in graph["hudi_cdc.job.pipeline"]
     assert "hudi_cdc.config.models" in graph["hudi_cdc.hudi.compaction"]
     assert _rank("hudi_cdc.cli.console") > _rank("hudi_cdc.job.stream") > _rank("hudi_cdc.decode.records")
+    assert "hudi_cdc.api" in graph["hudi_cdc"] and _rank("hudi_cdc") > _rank("hudi_cdc.api")
