@@ -34,6 +34,17 @@ from hudi_cdc.kafka.gaps import LenientGaps
 from hudi_cdc.kafka.source import kafka_source
 from hudi_cdc.spark.session import activated, apply_hadoop_conf, for_job
 
+__all__ = [
+    "CATCH_UP_BATCH",
+    "BatchListener",
+    "apply_retention",
+    "metastore_sync",
+    "prometheus_listener",
+    "run",
+    "start",
+    "sync_after_batch",
+]
+
 log = logging.getLogger(__name__)
 
 BatchListener = Callable[[BatchMetrics], None]
