@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -16,6 +17,8 @@ from hudi_cdc.errors import MissingJarsError, SessionSettingsError
 
 if TYPE_CHECKING:
     from hudi_cdc.config.models import JobConfig
+
+log = logging.getLogger(__name__)
 
 REQUIRED_STATIC_CONF = {
     # Hudi's writer refuses any other serializer ("hoodie only support KryoSerializer"), and its
@@ -170,6 +173,11 @@ def get_or_create_session(
     """
     existing = running_session()
     if existing is not None:
+        if extra_conf:
+            log.warning(
+                "a Spark session runs already: %s not applied (hudi_cdc does not change a session it did not "
+                "create; give them to the session's builder)", ", ".join(sorted(extra_conf))
+            )
         missing = missing_jars(jvm(existing))
         if missing:
             raise MissingJarsError(missing)

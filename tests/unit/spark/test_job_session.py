@@ -14,6 +14,7 @@ from hudi_cdc.spark.session import (
     REQUIRED_HADOOP_CONF,
     REQUIRED_STATIC_CONF,
     for_job,
+    get_or_create_session,
     session_problems,
 )
 
@@ -57,3 +58,17 @@ def test_the_jobs_copy_has_the_jobs_sql_settings_and_the_session_keeps_its_own(s
         assert job.sparkContext is spark.sparkContext
     finally:
         spark.conf.set(key, before)
+
+
+def test_a_running_session_is_returned_as_it_is(spark: SparkSession, caplog: pytest.LogCaptureFixture) -> None:
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    try:
+        with caplog.at_level("WARNING", logger="hudi_cdc.spark.session"):
+            again = get_or_create_session(extra_conf={"spark.sql.shuffle.partitions": "3"})
+        assert again._jsparkSession.equals(spark._jsparkSession)
+        # Spark's builder would have set 2 (a local default) or 3 on it
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
+        assert "spark.sql.shuffle.partitions not applied" in caplog.text
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
