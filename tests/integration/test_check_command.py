@@ -20,6 +20,11 @@ from hudi_cdc.cli.exit_codes import CONFIGURATION, OK, RETRY
 
 pytestmark = pytest.mark.integration
 
+CONNECTOR = {
+    "connector.class": "io.debezium.connector.mysql.MySqlConnector", "database.hostname": "db", "database.port": "3306",
+    "database.user": "u", "database.password": "p", "topic.prefix": "srv", "schema.history.internal.kafka.topic": "h",
+}  # fmt: skip
+
 
 def _silent_port() -> int:
     """A localhost port nothing listens on (bound, never listened on: connections are refused)."""
@@ -70,11 +75,20 @@ def test_a_service_that_is_down_is_named_with_the_fix_and_exits_75(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
     metastore, registry = f"thrift://127.0.0.1:{_silent_port()}", f"http://127.0.0.1:{_silent_port()}/apis/ccompat/v7"
+    connect = f"http://127.0.0.1:{_silent_port()}"
     path = _job_file(
         tmp_path,
         kafka={"bootstrap_servers": kafka.bootstrap_servers},
         job={"metastore_uris": metastore},
         schema_registry={"url": registry, "request_timeout": "3 seconds"},
+        connector={
+            "connect_url": connect,
+            "username": "u",
+            "password": "${CONNECT_PASSWORD:-hush-hush}",
+            "name": "c",
+            "tables": ["db.t"],
+            "config": CONNECTOR,
+        },
     )
 
     code, rows = _check(path)
@@ -86,10 +100,13 @@ def test_a_service_that_is_down_is_named_with_the_fix_and_exits_75(
     assert (rows["schema registry"]["status"], rows["schema registry"]["target"]) == ("unreachable", registry)
     assert "refused" in rows["schema registry"]["detail"].lower(), rows["schema registry"]
     assert "schema_registry.url" in rows["schema registry"]["fix"]
+    assert (rows["kafka connect"]["status"], rows["kafka connect"]["target"]) == ("unreachable", connect)
+    assert "connector.connect_url" in rows["kafka connect"]["fix"]
 
     text = CliRunner().invoke(cli, ["check", "--config", str(path)])
     (metastore_line,) = [line for line in text.output.splitlines() if line.startswith("metastore")]
     assert metastore in metastore_line and "unreachable" in metastore_line
+    assert "hush-hush" not in text.output
 
 
 def test_a_kafka_truststore_that_cannot_be_read_is_a_configuration_error(
