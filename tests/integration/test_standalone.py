@@ -27,7 +27,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -256,8 +255,8 @@ def _kill_while_a_task_runs(
                 (app,) = [a["id"] for a in _driver_api(ui_port, "")]
                 committed = any(_timeline_has_commit(Path(job.path(t["name"]))) for t in job.tables)
                 executor = _executor_on(ui_port, app, target) if committed else None
-            except (urllib.error.URLError, ConnectionError, ValueError):
-                executor = None  # the driver's UI is not up yet
+            except (OSError, ValueError):  # URLError, a refused connection or a timeout: not up yet, or busy
+                executor = None
             if executor is not None and executor["activeTasks"] > 0:
                 break
             time.sleep(0.02)
@@ -274,7 +273,11 @@ def _kill_while_a_task_runs(
 def _wait_lost(ui_port: int, app: str, executor_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        for executor in _driver_api(ui_port, f"/{app}/allexecutors"):
+        try:
+            executors = _driver_api(ui_port, f"/{app}/allexecutors")
+        except (OSError, ValueError):  # a busy driver's UI: ask again
+            executors = []
+        for executor in executors:
             if executor["id"] == executor_id and not executor["isActive"]:
                 return dict(executor)
         time.sleep(0.2)
