@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +256,7 @@ def _kill_while_a_task_runs(
                 (app,) = [a["id"] for a in _driver_api(ui_port, "")]
                 committed = any(_timeline_has_commit(Path(job.path(t["name"]))) for t in job.tables)
                 executor = _executor_on(ui_port, app, target) if committed else None
-            except (OSError, ValueError):  # URLError, a refused connection or a timeout: not up yet, or busy
+            except (OSError, HTTPException, ValueError):  # refused, timed out, cut short: not up yet, or busy
                 executor = None
             if executor is not None and executor["activeTasks"] > 0:
                 break
@@ -275,7 +276,7 @@ def _wait_lost(ui_port: int, app: str, executor_id: str) -> dict[str, Any]:
     while time.monotonic() < deadline:
         try:
             executors = _driver_api(ui_port, f"/{app}/allexecutors")
-        except (OSError, ValueError):  # a busy driver's UI: ask again
+        except (OSError, HTTPException, ValueError):  # a busy driver's UI: ask again
             executors = []
         for executor in executors:
             if executor["id"] == executor_id and not executor["isActive"]:
