@@ -185,8 +185,14 @@ def get_or_create_session(
     builder = SparkSession.builder.appName(app_name)
     for key, value in _HUDI_SESSION_CONF.items():
         builder = builder.config(key, value)
-    under_submit = "spark.master" in os.environ.get("SPARK_CONF_SUBMITTED", "") or bool(
-        os.environ.get("SPARK_ENV_LOADED")
+    # spark-submit's PythonRunner starts this Python on the gateway of the JVM it configured: in
+    # client mode, and in YARN's application master in cluster mode, where spark-submit's shell
+    # variables below are not set (a local[2] session there ran the job inside the container and
+    # YARN failed the application: "User did not initialize spark context!")
+    under_submit = (
+        bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+        or "spark.master" in os.environ.get("SPARK_CONF_SUBMITTED", "")
+        or bool(os.environ.get("SPARK_ENV_LOADED"))
     )
     if not under_submit:
         builder = builder.master(master or "local[2]")
