@@ -76,6 +76,10 @@ CLUSTER_SETTINGS = {
     "yarn.nodemanager.pmem-check-enabled": "false",
     # the developer's disk may be fuller than YARN's default 90% without harm to a test
     "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
+    # Hadoop 3's node manager copies each container's launch script into its logs by default;
+    # the script exports the container's environment, spark.yarn.appMasterEnv.* secrets included,
+    # and aggregated logs are read by more people than the job's owner (docs/deployment.md)
+    "yarn.nodemanager.log-container-debug-info.enabled": "false",
     # a finished application's containers are deleted at once (the logs stay, under data/)
     "yarn.nodemanager.delete.debug-delay-sec": "0",
     # one data node: no third replica and no replacement node to look for (devkit.services.hdfs)
