@@ -7,7 +7,7 @@ import sys
 import click
 
 from hudi_cdc.cli.exit_codes import CONFIGURATION, OK, RETRY, exit_code
-from hudi_cdc.cli.options import json_option
+from hudi_cdc.cli.options import config_option, json_option
 from hudi_cdc.cli.output import fail, output_for
 from hudi_cdc.errors import CdcError
 
@@ -16,7 +16,7 @@ EXIT_CODES = {"ok": OK, "unreachable": RETRY, "configuration": CONFIGURATION}
 
 
 @click.command()
-@click.option("--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False), help="Job YAML file.")
+@config_option()
 @json_option
 def check(config_path: str, as_json: bool) -> None:
     """Reach Kafka, the schema registry, Kafka Connect, the metastore and the storage the file names,
@@ -25,7 +25,7 @@ def check(config_path: str, as_json: bool) -> None:
     Exits 0 when every one answered, 75 when a service or the storage did not (run again later),
     2 when the file or a setting is wrong.
     """
-    from hudi_cdc.config.models import load_config
+    from hudi_cdc.cli.job_file import load_config
     from hudi_cdc.job.services import check_services, exit_status
     from hudi_cdc.spark.session import job_session
 

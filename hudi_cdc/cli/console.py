@@ -13,7 +13,7 @@ import click
 from hudi_cdc.cli.exit_codes import exit_code
 from hudi_cdc.cli.job_file import load_config
 from hudi_cdc.cli.logs import LogFormat, configure
-from hudi_cdc.cli.options import json_option, table_option
+from hudi_cdc.cli.options import config_option, json_option, table_option
 from hudi_cdc.cli.output import fail, output_for
 from hudi_cdc.cli.progress import Reporter
 from hudi_cdc.config.models import Config, JobConfig, TableConfig
@@ -42,15 +42,6 @@ def catch_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-config_option = click.option(
-    "--config",
-    "config_path",
-    required=True,
-    metavar="PATH|URI",
-    help="Job YAML file: a local path, or hdfs://... or s3a://... (read through the session's Hadoop file systems).",
-)
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="hudi-cdc", message="%(prog)s %(version)s")
 @click.option(
@@ -73,7 +64,7 @@ def cli(log_level: str, log_format: LogFormat) -> None:
 
 
 @cli.command()
-@config_option
+@config_option()
 @click.option("--once", is_flag=True, help="Process what is in Kafka now, then stop (scheduled runs).")
 @catch_errors
 def run(config_path: str, once: bool) -> None:
@@ -86,7 +77,7 @@ def run(config_path: str, once: bool) -> None:
 
 
 @cli.command()
-@config_option
+@config_option()
 @click.option(
     "--kafka",
     "ask_kafka",
@@ -145,7 +136,7 @@ def schema() -> None:
 
 
 @cli.command()
-@config_option
+@config_option()
 @table_option(help="Only these tables (repeatable; default: every table).")
 @json_option
 @catch_errors
@@ -176,7 +167,7 @@ def status(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
 
 
 @cli.command("retry-table")
-@config_option
+@config_option()
 @table_option(required=True, positional=True, help="A parked table (repeatable).")
 @json_option
 @catch_errors
@@ -200,7 +191,7 @@ def retry_table(config_path: str, tables: tuple[str, ...], as_json: bool) -> Non
 
 
 @cli.command()
-@config_option
+@config_option()
 @table_option(help="Only these tables (repeatable; default: every MOR table).")
 @json_option
 @catch_errors
@@ -223,7 +214,7 @@ def compact(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
 
 
 @cli.command("replay-dead-letters", hidden=True)
-@config_option
+@config_option()
 @table_option(help="Only these tables (repeatable; default: all).")
 @click.option("--error-class", default="SchemaChangeError", show_default=True, help="Which rejects to replay.")
 @json_option
@@ -252,7 +243,7 @@ def _point_in_time(ctx: click.Context, param: click.Parameter, value: str | None
 def dead_letter_filters(func: F) -> F:
     """--config, --table, --error-class, --since, --until: the selection every dead-letters command takes."""
     options = [
-        config_option,
+        config_option(),
         table_option(help="Only these tables (repeatable; default: all)."),
         click.option("--error-class", "error_classes", multiple=True, help="Only these error classes (repeatable)."),
         click.option("--since", callback=_point_in_time, help="Detected at or after: ISO time (UTC) or a duration ago, `2 hours`."),
@@ -382,7 +373,7 @@ def _replay(
 
 
 @dead_letters.command("purge")
-@config_option
+@config_option()
 @table_option(help="Only these tables (repeatable; default: all).")
 @click.option("--older-than", help="Override job.dead_letter_retention, e.g. `30 days`.")
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted, delete nothing.")
@@ -420,7 +411,7 @@ def _config_and_spark(config_path: str, purpose: str) -> tuple[Config, SparkSess
 
 
 @cli.command()
-@config_option
+@config_option()
 @table_option(single=True, required=True, positional=True, help="The table.")
 @click.option(
     "--wait-until",
@@ -471,7 +462,7 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
 
 
 @cli.command("rebuild-metadata")
-@config_option
+@config_option()
 @table_option(single=True, required=True, positional=True, help="The table.")
 @json_option
 @catch_errors
@@ -491,7 +482,7 @@ def rebuild_metadata(config_path: str, table: str, as_json: bool) -> None:
 
 
 @cli.command()
-@config_option
+@config_option()
 @table_option(single=True, required=True, positional=True, help="The table.")
 @json_option
 @catch_errors

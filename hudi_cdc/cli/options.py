@@ -1,4 +1,5 @@
-"""Options every command spells the same way: `--json`, and tables chosen with `--table NAME`.
+"""Options every command spells the same way: `--json`, `--config PATH|URI`, and tables chosen
+with `--table NAME`.
 
 The positional TABLE some commands took before `--table` still works for one release: it is
 hidden from help and prints a deprecation warning on stderr.
@@ -17,6 +18,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Machine-readable output: one JSON envelope per line (format 1)."
 )
+
+
+CONFIG_HELP = "Job YAML file: a local path, or hdfs://... or s3a://... (read through the session's Hadoop file systems)."
+
+
+def config_option(help: str = CONFIG_HELP) -> Callable[[F], F]:
+    """`--config PATH|URI`, required; the command receives `config_path: str` and reads it with
+    `cli.job_file.load_config`, which also takes the cluster's storage."""
+    return click.option("--config", "config_path", required=True, metavar="PATH|URI", help=help)
 
 
 class _DeprecatedTable(click.Argument):

@@ -15,7 +15,7 @@ import click
 
 from hudi_cdc.cli.exit_codes import REFUSED, exit_code
 from hudi_cdc.cli.job_file import load_config
-from hudi_cdc.cli.options import json_option
+from hudi_cdc.cli.options import config_option, json_option
 from hudi_cdc.cli.output import fail, output_for
 from hudi_cdc.errors import CdcError, RelayRefused
 
@@ -28,10 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_REFUSED = REFUSED
 _BAR_WIDTH = 24
 
-config_option = click.option(
-    "--config", "config_path", required=True, metavar="PATH|URI",
-    help="Job YAML file with a `connector` section: a local path, or hdfs://... or s3a://...",
-)  # fmt: skip
+SNAPSHOT_CONFIG_HELP = "Job YAML file with a `connector` section: a local path, or hdfs://... or s3a://..."
 
 
 def relay_errors(func: F) -> F:
@@ -66,7 +63,7 @@ def snapshot() -> None:
 
 
 @snapshot.command("start")
-@config_option
+@config_option(SNAPSHOT_CONFIG_HELP)
 @click.option("--table", "tables", multiple=True, help="Source table `db.table` (repeatable; default: every one).")
 @json_option
 @relay_errors
@@ -84,7 +81,7 @@ def start_command(config_path: str, tables: tuple[str, ...], as_json: bool) -> N
 
 
 @snapshot.command("status")
-@config_option
+@config_option(SNAPSHOT_CONFIG_HELP)
 @json_option
 @relay_errors
 def status_command(config_path: str, as_json: bool) -> None:
@@ -104,7 +101,7 @@ def status_command(config_path: str, as_json: bool) -> None:
 
 
 @snapshot.command("resume")
-@config_option
+@config_option(SNAPSHOT_CONFIG_HELP)
 @click.option("--force", is_flag=True, help="Also when the last run still runs: remove it and relay its tables anew.")
 @json_option
 @relay_errors
@@ -121,7 +118,7 @@ def resume_command(config_path: str, force: bool, as_json: bool) -> None:
 
 
 @snapshot.command("finish")
-@config_option
+@config_option(SNAPSHOT_CONFIG_HELP)
 @click.option("--force", is_flag=True, help="Start even though tables are not done (they miss their snapshot rows).")
 @json_option
 @relay_errors

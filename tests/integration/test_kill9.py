@@ -32,11 +32,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.hudi.status import table_status
 from tests.support.harness import Job
-from tests.support.reference_model import Event, ReferenceTable
+from tests.support.random_streams import check_landed_exactly, produce_streams
 from tests.support.timelines import DATA_ACTIONS, Timeline, read_timeline
 
 pytestmark = pytest.mark.integration
@@ -48,35 +47,6 @@ KILL_WAIT_SECONDS = 300
 """How long a run may take to reach a moment before the test fails (the JVM starts, a batch plans)."""
 TRIES = 3
 """Runs per moment: a kill that lands a few milliseconds late (the instant completed meanwhile) is tried again."""
-COLUMNS = [Column("id", "int64", optional=False), Column("name", "string"), Column("qty", "int64")]
-DATA = ["name", "qty"]
-
-
-def _stream(rng: random.Random, source: DebeziumTable) -> tuple[list[KafkaRecord], list[Event]]:
-    """25 creates, then random updates and deletes (with tombstones) in event order: (Kafka records, reference events).
-
-    Deleted keys are not created again: after the first batch the merge-on-read table then only
-    receives updates and deletes, which Hudi writes to log files, so compaction has work to do
-    (a batch with inserts rewrites small base files instead, leaving nothing to compact).
-    """
-    records: list[KafkaRecord] = []
-    events: list[Event] = []
-    live = list(range(25))
-    for i in range(CHANGES):
-        order = f"{i:06d}"
-        if i < 25:
-            key, op = i, "c"
-        elif len(live) > 5 and rng.random() < 0.1:
-            key = live.pop(rng.randrange(len(live)))
-            records += [source.change("d", before={"id": key}, pos=1000 + i), source.tombstone({"id": key})]
-            events.append(Event((key,), "d", order))
-            continue
-        else:
-            key, op = rng.choice(live), "u"
-        row = {"id": key, "name": rng.choice(["a", "b", None]), "qty": i}
-        records.append(source.change(op, after=row, pos=1000 + i))
-        events.append(Event((key,), op, order, {c: row[c] for c in DATA}))
-    return records, events
 
 
 Moment = Callable[[Timeline, Timeline, Timeline, Timeline], str | None]
@@ -158,16 +128,8 @@ def test_sigkill_at_the_moments_that_matter_loses_duplicates_and_miscounts_nothi
          "hoodie_options": {"hoodie.parquet.small.file.limit": 0}},
     ]  # fmt: skip
     job = Job(spark, kafka, tmp_path, tables)
-    expected: dict[str, Any] = {}
-    produced = 0
-    for name in ("cow", "mor"):
-        source = DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=COLUMNS, key=["id"])
-        records, events = _stream(rng, source)
-        job.produce(name, records)
-        produced += len(records)
-        reference = ReferenceTable(["id", *DATA], ["id"], soft_deletes=False)
-        reference.apply_all(events)
-        expected[name] = sorted(({c: r[c] for c in ["id", *DATA]} for r in reference.rows().values()), key=str)
+    # 25 keys, a delete in ten changes: compaction of the MOR table has updates and deletes to merge
+    produced, expected = produce_streams(job, rng, CHANGES, keys=25, delete_rate=0.1, min_live=5)
 
     config = job.config_file(job={"trigger_interval": "1 second"}, kafka={"max_offsets_per_trigger": 20})
     log = tmp_path / "job.log"
@@ -179,14 +141,5 @@ def test_sigkill_at_the_moments_that_matter_loses_duplicates_and_miscounts_nothi
     job.run(kafka={"max_offsets_per_trigger": 60})  # the scheduled run that finishes the stream, in this process
 
     context = f"seed {seed}, killed {killed}, job log {log}"
-    for name in ("cow", "mor"):
-        for reader in (job.rows_spark, job.rows_hudi_rs):
-            got = sorted(({c: r[c] for c in ["id", *DATA]} for r in reader(name)), key=str)
-            assert got == expected[name], f"{name} read by {reader.__name__} ({context})"
     assert table_status(spark, job.config.table("mor")).last_compaction, f"no compaction ran ({context})"
-    committed = [table_status(spark, job.config.table(name)).committed_counts for name in ("cow", "mor")]
-    assert sum(c["read"] for c in committed) == produced, f"committed counts {committed} ({context})"
-    for counts in committed:
-        outcomes = sum(v for k, v in counts.items() if k not in ("read", "isolated", "behind_watermark"))
-        assert outcomes == counts["read"], f"committed outcomes do not add up: {counts} ({context})"
-        assert counts["dead_letter"] == 0, context
+    check_landed_exactly(spark, job, produced, expected, context)

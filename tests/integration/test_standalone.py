@@ -35,20 +35,16 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from devkit.services import free_port
 from devkit.services.kafka import LocalKafka
 from devkit.services.process import java17_home, log_tail
 from devkit.services.spark_standalone import LocalSparkStandalone, Worker, executors_of, get_json
-from hudi_cdc.hudi.status import table_status
 from tests.support.harness import Job
-from tests.support.reference_model import Event, ReferenceTable
+from tests.support.random_streams import check_landed_exactly, produce_streams
 from tests.support.timelines import DATA_ACTIONS, read_timeline
 
 pytestmark = pytest.mark.integration
 
-COLUMNS = [Column("id", "int64", optional=False), Column("name", "string"), Column("qty", "int64")]
-DATA = ["name", "qty"]
 TABLES: list[dict[str, Any]] = [
     {"name": "cow", "key": ["id"]},
     {"name": "mor", "key": ["id"], "type": "MERGE_ON_READ"},
@@ -69,46 +65,6 @@ def cluster() -> Iterator[LocalSparkStandalone]:
     """
     with LocalSparkStandalone(workers=2, worker_cores=1, worker_memory="1g") as standalone:
         yield standalone
-
-
-def _stream(rng: random.Random, source: DebeziumTable, changes: int) -> tuple[list[KafkaRecord], list[Event]]:
-    """Creates of 40 keys, then random updates and deletes (with tombstones), in event order."""
-    records: list[KafkaRecord] = []
-    events: list[Event] = []
-    live = list(range(40))
-    for i in range(changes):
-        order = f"{i:07d}"
-        if i < 40:
-            key, op = i, "c"
-        elif len(live) > 10 and rng.random() < 0.05:
-            key = live.pop(rng.randrange(len(live)))
-            records += [source.change("d", before={"id": key}, pos=1000 + i), source.tombstone({"id": key})]
-            events.append(Event((key,), "d", order))
-            continue
-        else:
-            key, op = rng.choice(live), "u"
-        row = {"id": key, "name": rng.choice(["a", "b", None]), "qty": i}
-        records.append(source.change(op, after=row, pos=1000 + i))
-        events.append(Event((key,), op, order, {c: row[c] for c in DATA}))
-    return records, events
-
-
-def _fill(job: Job, rng: random.Random, changes: int) -> tuple[int, dict[str, list[dict[str, Any]]]]:
-    """Produce each table's stream into its topic of PARTITIONS partitions: (records produced, expected rows)."""
-    produced = 0
-    expected: dict[str, list[dict[str, Any]]] = {}
-    for table in job.tables:
-        name = table["name"]
-        job.kafka.create_topics([job.topic(name)], partitions=PARTITIONS)
-        job.created.add(job.topic(name))
-        source = DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=COLUMNS, key=["id"])
-        records, events = _stream(rng, source, changes)
-        job.produce(name, records)
-        produced += len(records)
-        reference = ReferenceTable(["id", *DATA], ["id"], soft_deletes=False)
-        reference.apply_all(events)
-        expected[name] = sorted(({c: r[c] for c in ["id", *DATA]} for r in reference.rows().values()), key=str)
-    return produced, expected
 
 
 def _submit(
@@ -184,38 +140,20 @@ def _task_ends(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in log if e["Event"] == "SparkListenerTaskEnd"]
 
 
-def _check_tables(
-    spark: SparkSession, job: Job, produced: int, expected: dict[str, list[dict[str, Any]]], context: str
-) -> None:
-    """Exact rows (Spark and hudi-rs), committed counts adding up to the records in Kafka, no dead letter."""
-    for name in expected:
-        for reader in (job.rows_spark, job.rows_hudi_rs):
-            got = sorted(({c: r[c] for c in ["id", *DATA]} for r in reader(name)), key=str)
-            assert got == expected[name], f"{name} read by {reader.__name__} ({context})"
-    committed = [table_status(spark, job.config.table(name)).committed_counts for name in expected]
-    assert sum(c["read"] for c in committed) == produced, f"committed counts {committed} ({context})"
-    for counts in committed:
-        outcomes = sum(v for k, v in counts.items() if k not in ("read", "isolated", "behind_watermark"))
-        assert outcomes == counts["read"], f"committed outcomes do not add up: {counts} ({context})"
-        assert counts["dead_letter"] == 0, f"{counts} ({context})"
-    dead_letters = Path(job.location("dead_letter"))
-    assert not dead_letters.exists() or not list(dead_letters.rglob("*.parquet")), context
-
-
 def test_the_job_submitted_to_a_standalone_cluster_runs_on_its_workers(
     cluster: LocalSparkStandalone, kafka: LocalKafka, spark: SparkSession, tmp_path: Path
 ) -> None:
     seed = random.randrange(10**6)
     # one table: each table's first write (its metadata table too) is a good part of the minute
     job = Job(spark, kafka, tmp_path, TABLES[:1])
-    produced, expected = _fill(job, random.Random(seed), changes=300)
+    produced, expected = produce_streams(job, random.Random(seed), 300, partitions=PARTITIONS)
     config = job.config_file()  # one batch
     log, events = tmp_path / "submit.log", tmp_path / "events"
 
     _finish(_submit(cluster, config, events, free_port(), log), log)
 
     context = f"seed {seed}, spark-submit log {log}"
-    _check_tables(spark, job, produced, expected, context)
+    check_landed_exactly(spark, job, produced, expected, context)
     spark_events = _event_log(events)
     app = _app_id(spark_events)
     assert app in {a["id"] for a in cluster.state()["completedapps"]}, f"the master ran no {app} ({context})"
@@ -295,7 +233,7 @@ def test_a_worker_killed_while_a_batch_runs_leaves_exact_tables(
 ) -> None:
     seed = random.randrange(10**6)
     job = Job(spark, kafka, tmp_path, TABLES)
-    produced, expected = _fill(job, random.Random(seed), changes=1500)
+    produced, expected = produce_streams(job, random.Random(seed), 1500, partitions=PARTITIONS)
     # several batches: the first commits before the kill, the kill lands in a later one
     config = job.config_file(kafka={"max_offsets_per_trigger": 1000})
     log, events, ui_port = tmp_path / "submit.log", tmp_path / "events", free_port()
@@ -313,7 +251,7 @@ def test_a_worker_killed_while_a_batch_runs_leaves_exact_tables(
                 cluster.start_worker(worker)  # later tests get the whole cluster
 
     context = f"seed {seed}, killed executor {killed}, spark-submit log {log}"
-    _check_tables(spark, job, produced, expected, context)
+    check_landed_exactly(spark, job, produced, expected, context)
     spark_events = _event_log(events)
     lost = [
         e for e in _task_ends(spark_events)
