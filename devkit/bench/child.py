@@ -31,6 +31,7 @@ import psutil
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.query import StreamingQuery
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.jobs import JobSpec, run_job
@@ -179,11 +180,12 @@ def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
     spark.streams.addListener(BatchLines(Path(spec["batches"])))
     stop = Path(spec["stop"])
 
+    queries: list[StreamingQuery] = []
+
     def stop_when_asked() -> None:
-        while not stop.exists() or not spark.streams.active:
+        while not stop.exists() or not queries:
             time.sleep(0.5)
-        for query in spark.streams.active:
-            query.stop()
+        queries[0].stop()
 
     threading.Thread(target=stop_when_asked, name="bench-stop", daemon=True).start()
     commits = Path(spec["commits"])
@@ -192,7 +194,7 @@ def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
         with commits.open("a") as out:
             out.write(json.dumps({"batch_id": batch_id, "topic": topic, "at": at}) + "\n")
 
-    run_continuous_job(spark, job, committed)
+    run_continuous_job(spark, job, committed, queries.append)
     stop_spark(spark)
     return {"job": job.job}
 

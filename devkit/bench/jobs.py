@@ -119,21 +119,21 @@ BatchEnd = Callable[[], None]
 Committed = Callable[[int, str, float], None]
 """Called with (batch id, topic, epoch s) when a batch's Hudi commit of the topic's table completed
 (the freshness bench: from then on a reader of the table sees the topic's records)."""
+Started = Callable[[StreamingQuery], None]
+"""Called with a continuous run's query once it started (the freshness bench stops it with it)."""
 
 
 def run_hudi_cdc(spark: SparkSession, spec: JobSpec, on_batch_end: BatchEnd) -> StreamingQuery:
-    """hudi_cdc's own run; the query is taken from the active streams at its first batch."""
-    found: list[StreamingQuery] = []
+    """hudi_cdc's own run (`stream.start`, as `hudi-cdc run --once` runs it) until caught up.
 
-    def batch_done(_: Any) -> None:
-        on_batch_end()
-        if not found:
-            found.extend(q for q in spark.streams.active if q.name == "bench")
-
-    stream.run(spark, hudi_cdc_config(spec), once=True, on_batch=batch_done)
-    if not found:
+    The job's query runs in its own clone of the session (`spark.streams` does not list it), so
+    the query `start` returns is the one to wait on and to read progress from.
+    """
+    query = stream.start(spark, hudi_cdc_config(spec), once=True, on_batch=lambda _: on_batch_end())
+    query.awaitTermination()
+    if not [p for p in query.recentProgress if p["numInputRows"] > 0]:
         raise RuntimeError(f"hudi_cdc ran no batch on {spec.topics}")
-    return found[0]
+    return query
 
 
 def _envelope(batch: DataFrame) -> DataFrame:
@@ -227,7 +227,11 @@ def _per_topic(batch: DataFrame, topics: int) -> Iterator[Callable[[str], DataFr
 
 
 def run_foreach(
-    spark: SparkSession, spec: JobSpec, write: Callable[[DataFrame, int], None], on_batch_end: BatchEnd
+    spark: SparkSession,
+    spec: JobSpec,
+    write: Callable[[DataFrame, int], None],
+    on_batch_end: BatchEnd,
+    started: Started = lambda _: None,
 ) -> StreamingQuery:
     """The plain or floor job: the same Kafka source as hudi_cdc, this foreachBatch, until caught up
     (or, with `spec.trigger_interval`, every interval until stopped)."""
@@ -247,12 +251,14 @@ def run_foreach(
     else:
         writer = writer.trigger(availableNow=True)
     query = writer.start()
+    started(query)
     query.awaitTermination()
     return query
 
 
-def run_continuous(spark: SparkSession, spec: JobSpec, on_commit: Committed) -> None:
-    """`spec.job` running every `spec.trigger_interval` until its query is stopped (the freshness bench)."""
+def run_continuous(spark: SparkSession, spec: JobSpec, on_commit: Committed, started: Started) -> None:
+    """`spec.job` running every `spec.trigger_interval` until its query is stopped (the freshness
+    bench); `started` is given the query, to stop it."""
     if not spec.trigger_interval:
         raise ValueError("a continuous run needs a trigger interval")
     if spec.job == "hudi_cdc":
@@ -263,9 +269,11 @@ def run_continuous(spark: SparkSession, spec: JobSpec, on_commit: Committed) -> 
                     for topic in table.applied_through:
                         on_commit(metrics.batch_id, topic, table.committed_at)
 
-        stream.run(spark, hudi_cdc_config(spec), once=False, on_batch=committed)
+        query = stream.start(spark, hudi_cdc_config(spec), once=False, on_batch=committed)
+        started(query)
+        query.awaitTermination()
     elif spec.job == "plain":
-        run_foreach(spark, spec, plain_batch(spec, on_commit), lambda: None)
+        run_foreach(spark, spec, plain_batch(spec, on_commit), lambda: None, started)
     else:
         raise ValueError(f"{spec.job!r} does not run continuously; valid: hudi_cdc, plain")
 

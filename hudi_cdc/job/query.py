@@ -58,7 +58,8 @@ class JobQuery(StreamingQuery):
         self.summary = summary if summary is not None else RunSummary()
         """The batches so far (the job's listener adds each) and, once the query ended, the tables still parked."""
         self.session = spark
-        """The session the job's queries run in: a copy of the caller's with the job's settings (`for_job`)."""
+        """The session the job's queries run in: a copy of the caller's with the job's settings, or
+        the caller's own when it has them (`for_job`)."""
         self._interval = interval
         self._between_batches = between_batches
         self._failure = failure

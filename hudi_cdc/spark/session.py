@@ -264,13 +264,15 @@ def session_problems(spark: SparkSession) -> list[str]:
 
 
 def for_job(spark: SparkSession) -> SparkSession:
-    """The session the job's queries run in: a copy of `spark` with `JOB_SQL_CONF` set; `spark` is unchanged.
+    """The session the job's queries run in: `spark` itself when it has every `JOB_SQL_CONF` value
+    (sessions hudi_cdc creates do), else a copy of `spark` with them set; `spark` is unchanged.
 
     The copy (Spark's `cloneSession`) shares the context, jars and caches and starts with all of
     `spark`'s SQL settings (shuffle partitions, adaptive execution...), so a user's tuning applies
     to the job, while the time zone and rebase modes the job's values depend on are set in the
     copy only. A streaming query started in the copy is listed in the copy's `streams`, not in
-    `spark.streams`.
+    `spark.streams`, and the streaming listeners added to `spark` do not hear it: so no copy is
+    made when none is needed.
 
     Raises:
         SessionSettingsError: `spark` lacks a static setting the job needs (`session_problems`).
@@ -278,6 +280,8 @@ def for_job(spark: SparkSession) -> SparkSession:
     problems = session_problems(spark)
     if problems:
         raise SessionSettingsError(problems)
+    if all(spark.conf.get(key, None) == value for key, value in JOB_SQL_CONF.items()):
+        return spark
     copy = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
     for key, value in JOB_SQL_CONF.items():
         copy.conf.set(key, value)

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from devkit.services.kafka import LocalKafka
 from hudi_cdc import apply_batch, load_config, run_once, status
-from hudi_cdc.spark.session import local_jars
+from hudi_cdc.spark.session import for_job, local_jars
 from tests.support.accounts import account, accounts_source
 from tests.support.harness import Job
 
@@ -127,3 +127,16 @@ def test_the_airflow_example_commands_ingest_and_then_satisfy_the_freshness_sens
 
     after = shell(sensor)
     assert after.returncode == 0, after.stdout + after.stderr
+
+
+def test_a_session_with_the_job_settings_is_used_as_it_is_and_another_is_copied(spark: SparkSession) -> None:
+    # the tests' session is made by hudi_cdc: no copy, so `spark.streams` and its listeners see the job
+    assert for_job(spark) is spark
+    zone = "spark.sql.session.timeZone"
+    spark.conf.set(zone, "America/Los_Angeles")
+    try:
+        copy = for_job(spark)
+        assert copy is not spark and not copy._jsparkSession.equals(spark._jsparkSession)
+        assert (copy.conf.get(zone), spark.conf.get(zone)) == ("UTC", "America/Los_Angeles")
+    finally:
+        spark.conf.set(zone, "UTC")
