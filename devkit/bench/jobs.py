@@ -5,7 +5,7 @@
   `after` (`before` for deletes), set `_hoodie_is_deleted` for deletes, upsert with Hudi's
   EVENT_TIME_ORDERING on the binlog position. Hudi pre-combines each key's events of a batch
   and merges with the stored row. Same table type, key, partitioning, index, parallelism,
-  compression and compaction as hudi_cdc (`hudi_cdc.hudi.options.write_options`); only the
+  compression and compaction as hudi_cdc (`hudi_cdc.hudi.table_options.write_options`); only the
   merge settings differ.
 - floor: parse the envelope the same way and append the row images to plain Parquet.
 
@@ -30,7 +30,7 @@ from devkit.bench.workloads import KEY, PARTITION_COLUMN, TableType
 from hudi_cdc.commit.metrics import BatchMetrics
 from hudi_cdc.config.durations import parse_duration, spark_interval
 from hudi_cdc.config.models import Config, IndexKind, TableConfig, parse_config
-from hudi_cdc.hudi.options import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS
+from hudi_cdc.hoodie_keys import COMBINE_BEFORE_UPSERT, MERGE_MODE, ORDERING_FIELDS
 from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.job import stream
 from hudi_cdc.kafka.source import kafka_source

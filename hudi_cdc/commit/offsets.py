@@ -19,7 +19,7 @@ JOB_KEY = CDC_PREFIX + "job"
 TRUNCATE_KEY = CDC_PREFIX + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
 INDEX_KEY = CDC_PREFIX + "index"
-"""The index that shapes the table's files (`hudi.options.index_layout`); Hudi keeps no record of a bucket index."""
+"""The index that shapes the table's files (`hudi.table_options.index_layout`); Hudi keeps no record of a bucket index."""
 SOURCE_TYPES_KEY = CDC_PREFIX + "source_types"
 """Column -> its narrow integer type at the source (`schema_check.SourceTypes`), carried by every commit."""
 
@@ -69,7 +69,7 @@ def commit_metadata(
 ) -> dict[str, str]:
     """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file.
 
-    `index`: the table's `hudi.options.index_layout`; `source_types`: `schema_check.source_types_after`.
+    `index`: the table's `hudi.table_options.index_layout`; `source_types`: `schema_check.source_types_after`.
     """
     metadata = {
         OFFSETS_KEY: json.dumps(kafka.last, sort_keys=True),

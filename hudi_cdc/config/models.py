@@ -25,7 +25,7 @@ from hudi_cdc.config.tls import TlsFiles
 from hudi_cdc.config.yaml_file import read_yaml
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.events import DEFAULT_PLACEHOLDER, column_names_problem, placeholder_bytes
-from hudi_cdc.hudi.options import OWNED
+from hudi_cdc.hoodie_keys import OWNED
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 ImageMode = Literal["full", "patch", "flattened"]
@@ -248,7 +248,7 @@ class TableConfig(_Frozen):
     hoodie_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     """Extra Hudi write options (file sizing, parallelism, metadata table, ...), applied after
     hudi_cdc's own. Keys hudi_cdc sets for correctness (record key, merge mode, index, retention,
-    compaction: see `hudi.options.OWNED`) are refused; set compaction through `compaction`."""
+    compaction: see `hoodie_keys.OWNED`) are refused; set compaction through `compaction`."""
     index: IndexKind = "simple"
     """How a batch finds where its keys are stored. `simple`: Hudi's (GLOBAL_)SIMPLE index; Hudi's
     tagging and the stored-row read both read every data file, so a batch costs more as the

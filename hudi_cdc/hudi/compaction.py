@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hudi_cdc.config.models import Compaction
-from hudi_cdc.hudi.options import (
+from hudi_cdc.hoodie_keys import (
     ASYNC_COMPACTION,
     INLINE,
     MAX_DELTA_COMMITS,

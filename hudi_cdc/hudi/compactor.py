@@ -10,7 +10,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.hudi.options import MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, TRIGGER_STRATEGY, WRITE_TABLE_VERSION
+from hudi_cdc.hoodie_keys import MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, TRIGGER_STRATEGY, WRITE_TABLE_VERSION
 from hudi_cdc.hudi.retention import archival_options
 from hudi_cdc.hudi.table_options import index_options
 

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.hudi.options import OPERATION_UPSERT
+from hudi_cdc.hoodie_keys import OPERATION_UPSERT
 
 META_COLUMNS = (
     "_hoodie_commit_time",

@@ -36,8 +36,8 @@ from hudi_cdc.commit.offsets import INDEX_KEY
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.errors import RelayoutError
 from hudi_cdc.events import HOODIE_IS_DELETED
+from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT
 from hudi_cdc.hudi import writer
-from hudi_cdc.hudi.options import OPERATION_BULK_INSERT
 from hudi_cdc.hudi.table import latest_commit, read_table, table_exists
 from hudi_cdc.hudi.table_options import index_layout, trailing_columns, write_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
@@ -57,7 +57,7 @@ class Relayout:
 
     table: str
     layout: str
-    """The layout written (`hudi.options.index_layout`)."""
+    """The layout written (`hudi.table_options.index_layout`)."""
     previous: str
     """The layout the last job commit recorded ('-' when it recorded none)."""
     rows: int | None

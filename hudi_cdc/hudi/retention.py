@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.hudi.options import (
+from hudi_cdc.hoodie_keys import (
     KEEP_MAX_COMMITS,
     KEEP_MAX_COMMITS_DEFAULT,
     KEEP_MIN_COMMITS,

@@ -13,7 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.hudi.options import DATA_SKIPPING
+from hudi_cdc.hoodie_keys import DATA_SKIPPING
 from hudi_cdc.hudi.prepped import META_COLUMNS
 from hudi_cdc.spark import fs
 from hudi_cdc.spark.session import hadoop_conf, jvm
@@ -108,7 +108,7 @@ def read_keys(
 
     Hudi's data skipping names the file groups the keys live in: from the record-level index
     (metadata table), or from the keys' hashes for a bucket index. `options`: the table's
-    `hudi.options.key_lookup_options`; with a table that keeps neither index, nothing is pruned
+    `hudi.table_options.key_lookup_options`; with a table that keeps neither index, nothing is pruned
     and the read scans. `locations` as for `read_table`.
     """
     df = spark.read.format("hudi").options(**options).load(base_path)

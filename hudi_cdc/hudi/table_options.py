@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.hudi.compaction import compaction_options
-from hudi_cdc.hudi.options import (
+from hudi_cdc.hoodie_keys import (
     BUCKET_COUNT,
     BUCKET_ENGINE,
     BUCKET_HASH_FIELD,
@@ -49,6 +48,7 @@ from hudi_cdc.hudi.options import (
     TABLE_TYPE,
     WRITE_TABLE_VERSION,
 )
+from hudi_cdc.hudi.compaction import compaction_options
 
 _KEYGEN = "org.apache.hudi.keygen."
 

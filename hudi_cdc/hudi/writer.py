@@ -10,8 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_cdc.events import HOODIE_IS_DELETED
+from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT, OPERATION_INSERT, OPERATION_UPSERT
 from hudi_cdc.hudi import retention
-from hudi_cdc.hudi.options import OPERATION_BULK_INSERT, OPERATION_INSERT, OPERATION_UPSERT
 from hudi_cdc.hudi.table import latest_commit, table_exists
 from hudi_cdc.spark import fs
 

@@ -1,4 +1,4 @@
-"""Hudi's cleaner at the project's defaults (`hudi/options.py`): it keeps the file versions of the
+"""Hudi's cleaner at the project's defaults (`hoodie_keys.py`): it keeps the file versions of the
 last 10 commits, and runs once every 10 commits rather than after each one (twelfth round of
 docs/performance-journal.md: a clean costs about the same whatever it deletes)."""
 

@@ -33,16 +33,16 @@ from devkit.services.kafka import LocalKafka
 from devkit.services.presto import LocalPresto
 from devkit.services.trino import LocalTrino
 from hudi_cdc.config.models import Compaction, HiveSync, TableConfig, TableType
-from hudi_cdc.hudi import writer
-from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.hudi.hive_sync import HiveSyncOptions, MetastoreSync
-from hudi_cdc.hudi.options import (
+from hudi_cdc.hoodie_keys import (
     CLEAN_MAX_COMMITS,
     CLEANER_COMMITS_RETAINED,
     KEEP_MAX_COMMITS,
     KEEP_MIN_COMMITS,
     RECORD_KEY,
 )
+from hudi_cdc.hudi import writer
+from hudi_cdc.hudi.compactor import run_compaction
+from hudi_cdc.hudi.hive_sync import HiveSyncOptions, MetastoreSync
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.table import latest_commit, table_exists
 from hudi_cdc.hudi.table_options import write_options

@@ -28,15 +28,15 @@ from devkit.services.presto import LocalPresto
 from hudi_cdc.cli.console import cli
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.hudi.compactor import run_compaction
-from hudi_cdc.hudi.hive_sync import HiveSyncOptions
-from hudi_cdc.hudi.options import (
+from hudi_cdc.hoodie_keys import (
     CLEAN_MAX_COMMITS,
     CLEANER_COMMITS_RETAINED,
     INLINE,
     KEEP_MAX_COMMITS,
     KEEP_MIN_COMMITS,
 )
+from hudi_cdc.hudi.compactor import run_compaction
+from hudi_cdc.hudi.hive_sync import HiveSyncOptions
 from hudi_cdc.hudi.status import table_status
 from hudi_cdc.hudi.table_options import write_options
 from tests.support.harness import Job

@@ -15,7 +15,7 @@ PACKAGE = Path(hudi_cdc.__file__).parent
 
 LAYERS: tuple[frozenset[str], ...] = (
     # the vocabulary: errors, the change-event contract, the names of Hudi's keys
-    frozenset({"errors", "events", "hudi.options", "version"}),
+    frozenset({"errors", "events", "hoodie_keys", "version"}),
     frozenset({"config"}),
     frozenset({"spark"}),
     frozenset({"commit"}),

@@ -17,8 +17,7 @@ from pyspark.sql.types import (
 from hudi_cdc.config.models import TableConfig, parse_config
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.fold.stored_state import index_lookup_column
-from hudi_cdc.hudi.compactor import procedure_options
-from hudi_cdc.hudi.options import (
+from hudi_cdc.hoodie_keys import (
     BUCKET_COUNT,
     BUCKET_HASH_FIELD,
     BUCKET_QUERY_PRUNING,
@@ -32,6 +31,7 @@ from hudi_cdc.hudi.options import (
     SIMPLE_INDEX_UPDATE_PARTITION_PATH,
     WRITE_TABLE_VERSION,
 )
+from hudi_cdc.hudi.compactor import procedure_options
 from hudi_cdc.hudi.table_options import (
     index_layout,
     index_options,

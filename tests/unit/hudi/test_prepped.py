@@ -11,8 +11,8 @@ from hudi_cdc.config.models import TableConfig
 from hudi_cdc.fold.collapse import CHANGED, EXISTS, HAD_ROW
 from hudi_cdc.fold.merge import NEW_KEY, UNLOCATED, key_state, rows_to_write
 from hudi_cdc.fold.stored_state import CDC_COLUMNS, touched_rows
+from hudi_cdc.hoodie_keys import MERGE_INTO_PREPPED, NULL_FOR_MISSING_COLUMNS
 from hudi_cdc.hudi import prepped
-from hudi_cdc.hudi.options import MERGE_INTO_PREPPED, NULL_FOR_MISSING_COLUMNS
 from hudi_cdc.hudi.table_options import write_options
 
 
