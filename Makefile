@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: test-deep-slice help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint docs bench bench-freshness bench-avro clean
+.PHONY: test-deep-slice help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint docs bench bench-freshness bench-database bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -184,6 +184,9 @@ bench: $(VENV)/.installed jars kafka  ## hudi_cdc vs a plain Hudi upsert job vs 
 
 bench-freshness: $(VENV)/.installed jars kafka  ## produced-to-visible latency p50/p95 at a sustained rate into 5 tables, single-record latency (BENCH_ARGS="--smoke")
 	$(PY) -m devkit.bench.freshness $(BENCH_ARGS)
+
+bench-database: $(VENV)/.installed jars kafka  ## one job, 200 tables from a template, a skewed trickle: freshness per table, CPU per touched table, restart (BENCH_ARGS="--smoke")
+	$(PY) -m devkit.bench.database $(BENCH_ARGS)
 
 bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s
 	$(PY) -m devkit.bench_avro $(BENCH_ARGS)

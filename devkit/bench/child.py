@@ -194,7 +194,14 @@ def run_continuous(spec: dict[str, Any]) -> dict[str, Any]:
         with commits.open("a") as out:
             out.write(json.dumps({"batch_id": batch_id, "topic": topic, "at": at}) + "\n")
 
-    run_continuous_job(spark, job, committed, queries.append)
+    def started(query: StreamingQuery) -> None:
+        queries.append(query)
+        if spec.get("started"):  # written whole, then renamed: the parent never reads half a file
+            note = Path(spec["started"])
+            note.with_suffix(".tmp").write_text(json.dumps({"at": time.time(), "cpu_s": tree_cpu_seconds(psutil.Process())}))
+            note.with_suffix(".tmp").rename(note)
+
+    run_continuous_job(spark, job, committed, started)
     stop_spark(spark)
     return {"job": job.job}
 

@@ -212,17 +212,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-class _Job:
+class ContinuousJob:
     """A job (hudi_cdc or plain) running continuously in a measured child process, and the batches it reported."""
 
     def __init__(self, spec: JobSpec, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.batches_path, self.stop_path = directory / "batches.jsonl", directory / "stop"
         self.commits_path, self.log_path = directory / "commits.jsonl", directory / "child.log"
+        self.started_path = directory / "started.json"
         request = {"kind": "continuous", "job": asdict(spec), "batches": str(self.batches_path),
-                   "commits": str(self.commits_path), "stop": str(self.stop_path)}  # fmt: skip
+                   "commits": str(self.commits_path), "stop": str(self.stop_path),
+                   "started": str(self.started_path)}  # fmt: skip
         (directory / "spec.json").write_text(json.dumps(request, indent=2))
         self.usage: TreeUsage | None = None
+        self.launched_at = time.time()
         command = [sys.executable, "-m", "devkit.bench.child", str(directory / "spec.json"), str(directory / "result.json")]
         self._thread = threading.Thread(target=self._run, args=(command,), name="bench-freshness-job", daemon=True)
         self._thread.start()
@@ -236,6 +239,17 @@ class _Job:
     def commits(self) -> Commits:
         """When each batch's commit of each topic's table completed, as the job reported them."""
         return {(int(line["batch_id"]), line["topic"]): float(line["at"]) for line in _json_lines(self.commits_path)}
+
+    def wait_started(self, timeout: float) -> dict[str, float]:
+        """Wait until the job's query started; when (epoch s) and the process tree's CPU s then."""
+        deadline = time.monotonic() + timeout
+        while not self.started_path.exists():
+            if not self._thread.is_alive():
+                raise BenchError(f"the job exited {self.usage.exit_code if self.usage else '?'}: {self._tail()}")
+            if time.monotonic() > deadline:
+                raise BenchError(f"the job's query did not start within {timeout:.0f} s; log {self.log_path}")
+            time.sleep(0.1)
+        return {k: float(v) for k, v in json.loads(self.started_path.read_text()).items()}
 
     def wait_applied(self, ends: dict[tuple[str, int], int], timeout: float) -> bool:
         """Wait until every partition's offset in `ends` is applied; False after `timeout` s."""
@@ -270,7 +284,7 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-class _Producer:
+class TimedProducer:
     """Sends records and remembers where each landed and when it was produced."""
 
     def __init__(self, bootstrap: str) -> None:
@@ -314,7 +328,7 @@ def _part(topic: str) -> str:
     return topic.split(".")[1]
 
 
-def _paced(producer: _Producer, records_: list[tuple[str, KafkaRecord]], rate: float) -> None:
+def paced(producer: TimedProducer, records_: list[tuple[str, KafkaRecord]], rate: float) -> None:
     """Send `records_` at `rate` per second, in ticks of 50 ms, catching up after a slow tick."""
     began = time.monotonic()
     for i, (topic, record) in enumerate(records_):
@@ -325,17 +339,17 @@ def _paced(producer: _Producer, records_: list[tuple[str, KafkaRecord]], rate: f
         producer.send(topic, record)
 
 
-def _ends(sent: Sequence[Sent]) -> dict[tuple[str, int], int]:
+def last_offsets(sent: Sequence[Sent]) -> dict[tuple[str, int], int]:
     ends: dict[tuple[str, int], int] = {}
     for s in sent:
         ends[(s.topic, s.partition)] = max(s.offset, ends.get((s.topic, s.partition), -1))
     return ends
 
 
-def _probe(kafka: LocalKafka, job: _Job, topic: str, version: int, idle_s: float) -> float:
+def _probe(kafka: LocalKafka, job: ContinuousJob, topic: str, version: int, idle_s: float) -> float:
     """Send one update into the idle job; seconds until it is visible."""
     time.sleep(idle_s)
-    producer = _Producer(kafka.bootstrap_servers)
+    producer = TimedProducer(kafka.bootstrap_servers)
     producer.send(topic, next(records(source(_part(topic)), [("u", 0, version)])))
     (sent,) = producer.flush()
     del producer
@@ -363,16 +377,16 @@ def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Pat
                    table_path=str(root / job / "tables"), type="COPY_ON_WRITE", partitioned=False,
                    work_dir=str(root / job / "work"), table_concurrency=args.table_concurrency,
                    trigger_interval=args.trigger)  # fmt: skip
-    running = _Job(spec, root / job / "run")
+    running = ContinuousJob(spec, root / job / "run")
     if not running.wait_applied({(t, 0): args.rows - 1 for t in topics}, timeout=1800):
         raise BenchError(f"{job}: the snapshot was not applied within 1800 s; log {running.log_path}")
     warm = running.batches()
     print(f"  {job}: snapshot applied in {len(warm)} batch(es), {time.monotonic() - began:.0f} s; producing", flush=True)
-    producer = _Producer(kafka.bootstrap_servers)
-    _paced(producer, updates, args.rate)
+    producer = TimedProducer(kafka.bootstrap_servers)
+    paced(producer, updates, args.rate)
     sent = producer.flush()
     del producer  # a librdkafka client outliving the broker logs connection errors until collected
-    drained = running.wait_applied(_ends(sent), timeout=args.drain_timeout)
+    drained = running.wait_applied(last_offsets(sent), timeout=args.drain_timeout)
     sustained = [b for b in running.batches() if b["batch_id"] > warm[-1]["batch_id"]]
     found = summarize(sent, sustained, running.commits())
     at_batch_end = summarize(sent, sustained)

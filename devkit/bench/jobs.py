@@ -71,6 +71,11 @@ class JobSpec:
     """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
     min_partitions: int | None = None
     """`kafka.min_partitions`: every job reads through the same source (`kafka.source.kafka_source`)."""
+    template: str | None = None
+    """hudi_cdc only: one table template instead of a declared table per topic (the database bench),
+    matching the topics `bench.<part>.accounts` whose part matches this regex (`db_[0-9]+`). Each
+    table is named after the part, its key taken from the topic's Kafka key, as a user's template
+    of a whole database does."""
 
     def tables(self) -> list[tuple[str, TableConfig]]:
         """Each topic and the table it lands in."""
@@ -94,6 +99,16 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
     """The job config a user would write for these topics."""
     work = Path(spec.work_dir)
     tables = spec.tables()
+    if spec.template:
+        settings = tables[0][1].model_dump(exclude_defaults=True, exclude={"name", "key", "base_path"})
+        template = {"pattern": rf"bench\.(?<table>{spec.template})\.accounts", "name": "{table}",
+                    "base_path": str(Path(spec.table_path) / "{name}"), "settings": settings}  # fmt: skip
+        placement: dict[str, Any] = {"templates": [template]}
+    else:
+        placement = {
+            "routes": [{"topic": topic, "table": table.name} for topic, table in tables],
+            "tables": [table.model_dump(exclude_defaults=True) for _, table in tables],
+        }
     return parse_config(
         {
             "kafka": {
@@ -108,8 +123,7 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
                 "table_concurrency": spec.table_concurrency,
                 **({"trigger_interval": spec.trigger_interval} if spec.trigger_interval else {}),
             },
-            "routes": [{"topic": topic, "table": table.name} for topic, table in tables],
-            "tables": [table.model_dump(exclude_defaults=True) for _, table in tables],
+            **placement,
         }
     )
 
@@ -185,8 +199,10 @@ def plain_batch(spec: JobSpec, on_commit: Committed | None = None) -> Callable[[
     tables = [(topic, table.base_path, plain_options(table)) for topic, table in spec.tables()]
 
     def write(batch: DataFrame, batch_id: int) -> None:
-        with _per_topic(batch, len(tables)) as of_topic:
+        with _per_topic(batch, [topic for topic, _, _ in tables]) as (of_topic, present):
             for topic, path, options in tables:
+                if topic not in present:
+                    continue
                 rows = plain_rows(of_topic(topic))
                 rows.write.format("hudi").options(**options).mode("append").save(path)
                 if on_commit is not None:
@@ -200,8 +216,10 @@ def floor_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
     tables = [(topic, table.base_path) for topic, table in spec.tables()]
 
     def write(batch: DataFrame, _batch_id: int) -> None:
-        with _per_topic(batch, len(tables)) as of_topic:
+        with _per_topic(batch, [topic for topic, _ in tables]) as (of_topic, present):
             for topic, path in tables:
+                if topic not in present:
+                    continue
                 events = _envelope(of_topic(topic))
                 rows = events.select(*_typed(F.coalesce("after", "before")), "op", F.col("pos").alias(ORDERING_COLUMN))
                 writer = rows.write.mode("append").option("compression", "snappy")
@@ -213,15 +231,18 @@ def floor_batch(spec: JobSpec) -> Callable[[DataFrame, int], None]:
 
 
 @contextmanager
-def _per_topic(batch: DataFrame, topics: int) -> Iterator[Callable[[str], DataFrame]]:
-    """The batch's records of a topic. Over several topics the job writes their tables one by one
-    from the batch, persisted (as hudi_cdc does) so Kafka is not read once per table."""
-    if topics == 1:
-        yield lambda _topic: batch
+def _per_topic(batch: DataFrame, topics: list[str]) -> Iterator[tuple[Callable[[str], DataFrame], set[str]]]:
+    """The batch's records of a topic, and the topics the batch holds. Over several topics the job
+    writes their tables one by one from the batch, persisted (as hudi_cdc does) so Kafka is not
+    read once per table, and only the tables of topics in the batch: a hand-written job for many
+    tables would not commit nothing to every quiet one (the database bench)."""
+    if len(topics) == 1:
+        yield (lambda _topic: batch), set(topics)
         return
     persisted = batch.persist()
     try:
-        yield lambda topic: persisted.filter(F.col("topic") == topic)
+        present = {row["topic"] for row in persisted.select("topic").distinct().collect()}
+        yield (lambda topic: persisted.filter(F.col("topic") == topic)), present
     finally:
         persisted.unpersist()
 

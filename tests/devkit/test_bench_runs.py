@@ -1,14 +1,15 @@
-"""`make bench` and `make bench-freshness` end to end at their smoke sizes: the jobs run and
+"""`make bench`, `make bench-freshness` and `make bench-database` end to end at their smoke sizes: the jobs run and
 consume every record, and `make bench` passes its honesty check. No timing is asserted; what
 fails here is a bench that no longer runs (as when the job moved to its own copy of the session
 and the bench could not find its query).
 
-Deep: about 160 s and 190 s on 2 cores.
+Deep: about 160 s, 190 s and (the database bench) a few minutes on 2 cores.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,18 @@ def test_the_freshness_bench_smoke_run_sees_every_record_of_both_jobs(tmp_path: 
         produced, visible = job["freshness"]["produced"], job["freshness"]["visible"]
         assert produced > 0 and visible == produced and job["drained"], f"{name}: {job['freshness']}"
         assert job["sustained_batches"] >= 1 and len(job["probes_s"]) >= 1, job
+
+
+def test_the_database_bench_smoke_run_sees_every_record_restarts_and_starts_on_many_topics(tmp_path: Path) -> None:
+    document = json.loads(_smoke_run("devkit.bench.database", tmp_path, "database-*.json").read_text())
+    jobs = {job["job"]: job for job in document["jobs"]}
+    assert set(jobs) == {"hudi_cdc", "plain"}, jobs
+    for name, job in jobs.items():
+        produced, visible = job["freshness"]["produced"], job["freshness"]["visible"]
+        assert produced > 0 and visible == produced and job["drained"], f"{name}: {job['freshness']}"
+        assert job["touched"] >= job["tables_with_records"] >= 1 and job["cpu_s"] > 0, job
+    restart = jobs["hudi_cdc"]["restart"]
+    assert 0 < restart["query_started_s"] < restart["first_record_visible_s"], restart
+    start = document["start"]
+    assert start["topics"] == 20 and start["query_started_s"] > 0, start
+    assert math.isfinite(start["first_record_visible_s"]), start
