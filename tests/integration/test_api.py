@@ -104,6 +104,7 @@ def test_the_notebook_example_starts_watches_and_stops_a_job_in_the_callers_sess
     assert sorted((r["id"], r["name"]) for r in rows) == [(1, "n1"), (2, "n2"), (3, "n3")]
 
 
+@pytest.mark.deep
 def test_the_airflow_example_commands_ingest_and_then_satisfy_the_freshness_sensor(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:

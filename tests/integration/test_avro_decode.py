@@ -70,6 +70,7 @@ def test_avro_and_json_decode_to_identical_events(spark: SparkSession, registry:
     assert by_id[1]["seen_ns"] == dt.datetime(1969, 12, 31, 23, 59, 59, 999998)
 
 
+@pytest.mark.deep
 def test_json_key_with_avro_value(spark: SparkSession, registry: LocalRegistry) -> None:
     server = f"srv{uuid.uuid4().hex[:8]}"
     topic = f"{server}.db.t"

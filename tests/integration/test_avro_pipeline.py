@@ -62,6 +62,7 @@ def test_same_corpus_as_json_and_as_avro_gives_identical_tables(
     assert as_avro.rows_hudi_rs("t") == as_json.rows_hudi_rs("t")
 
 
+@pytest.mark.deep
 def test_dead_lettered_records_with_ids_in_headers_land_when_replayed(
     spark: SparkSession, kafka: LocalKafka, registry: LocalRegistry, tmp_path: Path
 ) -> None:

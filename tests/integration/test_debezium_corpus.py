@@ -152,6 +152,7 @@ def test_documented_debezium_events_land_exactly_in_one_batch(
     _run(spark, kafka, tmp_path, "one batch", seed=0, variants=_variants((True, False)))
 
 
+@pytest.mark.deep
 def test_documented_debezium_events_land_exactly_with_tables_applied_three_at_a_time(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:

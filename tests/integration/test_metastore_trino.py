@@ -117,8 +117,9 @@ def test_trino_answers_match_spark_for_cow_and_mor(
 
 
 # PrestoDB (Hudi 0.14) reads table version 6 only; there it also merges `_rt`'s log files.
-# Version 6 runs in make test-deep: PrestoDB's version-6 snapshot reads run in `make test` (test_presto).
-@pytest.mark.parametrize("table_version", [9, pytest.param(6, marks=pytest.mark.deep)])
+# Deep, both versions: `make test` keeps the engines' reads of simple-index tables within 30 min;
+# PrestoDB's version-6 snapshot reads run in `make test` (test_presto).
+@pytest.mark.parametrize("table_version", [pytest.param(9, marks=pytest.mark.deep), pytest.param(6, marks=pytest.mark.deep)])
 def test_sql_engines_read_bucket_tables_like_spark(
     spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path,
     request: pytest.FixtureRequest, table_version: int,
@@ -307,6 +308,7 @@ def _table_version(table: TableConfig) -> str:
     return next(line.split("=", 1)[1] for line in props if line.startswith("hoodie.table.version="))
 
 
+@pytest.mark.deep
 def test_hive_synced_cow_and_mor_read_through_trino_like_spark(
     spark: SparkSession, metastore: LocalMetastore, trino: LocalTrino, tmp_path: Path
 ) -> None:

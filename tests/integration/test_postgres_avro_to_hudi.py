@@ -61,6 +61,7 @@ def _stored(job: Job) -> dict[int, dict[str, Any]]:
     return {r["id"]: r.asDict() for r in table.select(*columns).collect()}
 
 
+@pytest.mark.deep
 def test_postgres_avro_and_json_land_the_same_rows(
     spark: SparkSession,
     kafka: LocalKafka,

@@ -188,6 +188,7 @@ def test_presto_reads_version_6_cow_and_mor_snapshots_like_spark(
         assert _presto_rows(presto, catalog, f"{db}.orders_rt", mor_columns, listing) == spark_mor, catalog
 
 
+@pytest.mark.deep
 def test_a_version_9_table_turns_version_6_through_relayout_and_presto_reads_its_snapshot(
     spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, presto: LocalPresto, tmp_path: Path
 ) -> None:
@@ -260,12 +261,13 @@ def _write(spark: SparkSession, table: TableConfig, changes: range, extra: dict[
     rows.write.format("hudi").options(**(write_options(table) | ARCHIVE_EARLY | extra)).mode("append").save(table.base_path)
 
 
-# make test: MOR until Hudi archives once (its three views read all along); deep: COW and MOR until
-# Hudi archives twice. Cleaning and inline compaction run in both.
+# Deep (make test keeps PrestoDB's snapshot reads of both types, test_presto_reads_version_6_cow_and_mor_snapshots_like_spark):
+# MOR until Hudi archives once (its three views read all along); COW and MOR until Hudi archives
+# twice. Cleaning and inline compaction run in both.
 @pytest.mark.parametrize(
     ("types", "archivals_wanted"),
     [
-        (("MERGE_ON_READ",), 1),
+        pytest.param(("MERGE_ON_READ",), 1, marks=pytest.mark.deep),
         pytest.param(("COPY_ON_WRITE", "MERGE_ON_READ"), 2, marks=pytest.mark.deep),
     ],
 )
