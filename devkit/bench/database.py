@@ -44,6 +44,7 @@ from typing import Any
 
 from devkit import build_dir
 from devkit.bench.freshness import (
+    JOBS,
     ContinuousJob,
     Sent,
     TimedProducer,
@@ -51,6 +52,7 @@ from devkit.bench.freshness import (
     last_offsets,
     latencies,
     paced,
+    parse_job_arguments,
     summarize,
 )
 from devkit.bench.jobs import JobSpec
@@ -64,7 +66,6 @@ from devkit.services.kafka import LocalKafka
 GOAL_P95_S = 60.0
 """The goal of the whole-database workload: p95 produced-to-visible over every table's records."""
 SMOKE = {"tables": 6, "rows": 20, "rate": 2.0, "seconds": 30, "start_tables": 20}
-JOBS = ("hudi_cdc", "plain")
 PREFIX = "db"
 """Topic part of the database's tables: `bench.db_<i>.accounts`, table `db_<i>`."""
 
@@ -76,22 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=1.0, help="updates per second, all tables together")
     parser.add_argument("--skew", type=float, default=1.0, help="Zipf exponent of the tables' share of the updates")
     parser.add_argument("--seconds", type=float, default=600, help="how long the trickle lasts")
-    parser.add_argument("--trigger", default="10 seconds", help="job.trigger_interval")
-    parser.add_argument("--table-concurrency", type=int, default=1, help="hudi_cdc's job.table_concurrency")
     parser.add_argument("--start-tables", type=int, default=0, help="also measure the start with this many new topics")
-    parser.add_argument("--drain-timeout", type=float, default=1800, help="seconds to wait for the backlog")
-    parser.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated jobs to measure ({', '.join(JOBS)})")
-    parser.add_argument("--smoke", action="store_true", help=f"tiny sizes ({SMOKE})")
-    parser.add_argument("--out", type=Path, default=None, help="where the JSON goes (default build/bench)")
-    args = parser.parse_args(argv)
-    if args.smoke:
-        for key, value in SMOKE.items():
-            setattr(args, key, value)
-    args.jobs = [job for job in args.jobs.split(",") if job]
-    unknown = set(args.jobs) - set(JOBS)
-    if unknown:
-        parser.error(f"unknown job(s) {sorted(unknown)}; valid: {', '.join(JOBS)}")
-    return args
+    return parse_job_arguments(parser, argv, trigger="10 seconds", drain_timeout=1800, smoke=SMOKE)
 
 
 def zipf_weights(tables: int, skew: float) -> list[float]:

@@ -63,6 +63,8 @@ KEEPS_UP_GROWTH = 1.5
 TREND_BATCHES = 8
 """Sustained batches from which the latency trend alone shows whether the job keeps up (see `keeps_up`)."""
 SMOKE = {"tables": 2, "rows": 500, "rate": 50, "seconds": 20, "probes": 1}
+JOBS = ("hudi_cdc", "plain")
+"""The jobs measured, one after the other: hudi_cdc and the plain Hudi upsert job (`devkit.bench.jobs`)."""
 
 
 @dataclass(frozen=True)
@@ -194,16 +196,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=2_000, help="snapshot rows per table, loaded before the timed phase")
     parser.add_argument("--rate", type=float, default=2_000, help="events per second, all tables together")
     parser.add_argument("--seconds", type=float, default=60, help="how long the rate is sustained")
-    parser.add_argument("--trigger", default="5 seconds", help="hudi_cdc's job.trigger_interval")
-    parser.add_argument("--table-concurrency", type=int, default=1, help="hudi_cdc's job.table_concurrency")
     parser.add_argument("--probes", type=int, default=3, help="single records sent into the idle job afterwards")
-    parser.add_argument("--drain-timeout", type=float, default=600, help="seconds to wait for the backlog after producing")
+    return parse_job_arguments(parser, argv, trigger="5 seconds", drain_timeout=600, smoke=SMOKE)
+
+
+def parse_job_arguments(
+    parser: argparse.ArgumentParser, argv: list[str] | None, *, trigger: str, drain_timeout: float, smoke: dict[str, Any]
+) -> argparse.Namespace:
+    """Add the arguments every continuous-job bench shares (trigger, concurrency, drain timeout,
+    jobs, smoke sizes, output folder) to `parser`, parse `argv`, and apply `--smoke` and `--jobs`."""
+    parser.add_argument("--trigger", default=trigger, help="hudi_cdc's job.trigger_interval")
+    parser.add_argument("--table-concurrency", type=int, default=1, help="hudi_cdc's job.table_concurrency")
+    parser.add_argument("--drain-timeout", type=float, default=drain_timeout, help="seconds to wait for the backlog after producing")
     parser.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated jobs to measure ({', '.join(JOBS)})")
-    parser.add_argument("--smoke", action="store_true", help=f"tiny sizes ({SMOKE})")
+    parser.add_argument("--smoke", action="store_true", help=f"tiny sizes ({smoke})")
     parser.add_argument("--out", type=Path, default=None, help="where the JSON goes (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
-        for key, value in SMOKE.items():
+        for key, value in smoke.items():
             setattr(args, key, value)
     args.jobs = [job for job in args.jobs.split(",") if job]
     unknown = set(args.jobs) - set(JOBS)
@@ -358,10 +368,6 @@ def _probe(kafka: LocalKafka, job: ContinuousJob, topic: str, version: int, idle
     (latency,) = latencies([sent], job.batches(), job.commits())
     assert latency is not None
     return latency
-
-
-JOBS = ("hudi_cdc", "plain")
-"""The jobs measured, one after the other: hudi_cdc and the plain Hudi upsert job (`devkit.bench.jobs`)."""
 
 
 def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
