@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(Zipf {args.skew:g}) for {args.seconds:g} s, trigger {args.trigger}; jobs {', '.join(args.jobs)}; "
           f"load average {load_before}", flush=True)  # fmt: skip
     with LocalKafka(directory=run_dir("bench-database") / "kafka") as kafka:
-        results = [measure_job(kafka, job, args, root / job) for job in args.jobs]
+        results = [measure_job(kafka, job, args, root) for job in args.jobs]
         start = measure_start(kafka, args.start_tables, args, root / "start") if args.start_tables else None
     by_job = {r["job"]: r for r in results}
     if set(by_job) == set(JOBS):
