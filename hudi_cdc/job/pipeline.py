@@ -84,7 +84,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                         return _parked_table(table, batch, ctx)
             if batch is None:
                 return TableMetrics(table=table.name)  # caught up meanwhile, nothing in this batch
-            records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN)
+            records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN).coalesce(tasks_for(batch.read))
             try:
                 return apply_isolating(apply_table, records, batch, table, ctx)
             except (TableFailure, KeyColumnsMissing) as failure:
@@ -186,6 +186,23 @@ def _made_tables(
     if made and ctx.catalog is not None:
         ctx.catalog.save()
     return made
+
+
+ROWS_PER_TASK = 10_000
+"""Records of a table one task reads before the first shuffle of its batch (see `tasks_for`)."""
+
+
+def tasks_for(records: int) -> int:
+    """How many tasks read a table's records from the batch: one per ROWS_PER_TASK records.
+
+    Why: the batch has a partition per Kafka topic partition it read, and every table's records
+    are filtered from all of them. With 85 tables in a batch, each of a table's jobs ran 85 tasks,
+    84 of them empty, and a touched table cost 7.8 CPU s against 4.3 with 12 tables
+    (docs/performance-journal.md, round 23). `coalesce` only lowers the count, so a large table
+    (or one split by `kafka.min_partitions`) keeps its partitions; the fold orders events by
+    their positions, not by partition.
+    """
+    return max(1, -(-records // ROWS_PER_TASK))
 
 
 def _first_line(text: str) -> str:

@@ -1,4 +1,5 @@
-"""pipeline.each_table: tables of one batch applied at most N at once, results in table order."""
+"""pipeline.each_table: tables of one batch applied at most N at once, results in table order;
+pipeline.tasks_for: how many tasks read a table's records from the batch."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import threading
 import time
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-from hudi_cdc.job.pipeline import each_table
+from hudi_cdc.job.pipeline import ROWS_PER_TASK, each_table, tasks_for
 
 
 class _Gauge:
@@ -60,3 +63,14 @@ def test_a_failing_table_raises_after_every_other_table_finished() -> None:
     with pytest.raises(RuntimeError, match="table a failed"):
         each_table(apply, ["a", "b", "c"], concurrency=2)
     assert sorted(gauge.finished) == ["b", "c"]
+
+
+def test_a_tables_records_are_read_by_one_task_per_ten_thousand() -> None:
+    assert [tasks_for(n) for n in (0, 1, 10_000, 10_001, 1_000_000)] == [1, 1, 1, 2, 100]
+
+
+def test_a_small_tables_records_come_in_one_partition_from_a_batch_of_many(spark: SparkSession) -> None:
+    batch = spark.range(0, 90, numPartitions=85).withColumn("table", F.when(F.col("id") < 3, "small").otherwise("other"))
+    small = batch.filter(F.col("table") == "small").coalesce(tasks_for(3))
+    assert small.rdd.getNumPartitions() == 1 and sorted(r.id for r in small.collect()) == [0, 1, 2]
+    assert batch.coalesce(tasks_for(3 * ROWS_PER_TASK)).rdd.getNumPartitions() == 3
