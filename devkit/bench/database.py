@@ -48,6 +48,7 @@ from devkit.bench.freshness import (
     ContinuousJob,
     Sent,
     TimedProducer,
+    capacity,
     keeps_up,
     last_offsets,
     latencies,
@@ -62,6 +63,7 @@ from devkit.bench.workloads import records, snapshot_changes, source
 from devkit.debezium import KafkaRecord
 from devkit.services import run_dir
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.config.durations import parse_duration
 
 GOAL_P95_S = 60.0
 """The goal of the whole-database workload: p95 produced-to-visible over every table's records."""
@@ -198,8 +200,8 @@ def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Pat
     cpu_s = sum(b["cpu_s"] for b in batches)
     touched = sum(b["touched"] for b in batches)
     intercept, slope = fit([(b["touched"], b["cpu_s"]) for b in batches])
-    capacity = found.produced / cpu_s * (os.cpu_count() or 1) if cpu_s > 0 else float("inf")
-    kept_up = keeps_up(found, rate=args.rate, capacity_events_per_s=capacity, batches=len(sustained))
+    can = capacity(found.produced, cpu_s, os.cpu_count() or 1)
+    kept_up = keeps_up(found, rate=args.rate, capacity_events_per_s=can, batches=len(sustained))
     restart = _restart(kafka, running, spec, topics[0], args) if job == "hudi_cdc" else None
     if restart is None:
         running.stop()
@@ -227,8 +229,6 @@ def measure_job(kafka: LocalKafka, job: str, args: argparse.Namespace, root: Pat
 
 
 def _seconds(trigger: str) -> float:
-    from hudi_cdc.config.durations import parse_duration
-
     return parse_duration(trigger).total_seconds()
 
 

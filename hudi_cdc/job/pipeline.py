@@ -198,8 +198,9 @@ def tasks_for(records: int) -> int:
     Why: the batch has a partition per Kafka topic partition it read, and every table's records
     are filtered from all of them. With 85 tables in a batch, each of a table's jobs ran 85 tasks,
     84 of them empty, and a touched table cost 7.8 CPU s against 4.3 with 12 tables
-    (docs/performance-journal.md, round 23). `coalesce` only lowers the count, so a large table
-    (or one split by `kafka.min_partitions`) keeps its partitions; the fold orders events by
+    (docs/performance-journal.md, round 23). `coalesce` only lowers the count: a table with more
+    records than its partitions hold at ROWS_PER_TASK each keeps them, while a small table split
+    by `kafka.min_partitions` is read by fewer tasks than that split. The fold orders events by
     their positions, not by partition.
     """
     return max(1, -(-records // ROWS_PER_TASK))

@@ -7,10 +7,8 @@ import threading
 import time
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from hudi_cdc.job.pipeline import ROWS_PER_TASK, each_table, tasks_for
+from hudi_cdc.job.pipeline import each_table, tasks_for
 
 
 class _Gauge:
@@ -68,9 +66,3 @@ def test_a_failing_table_raises_after_every_other_table_finished() -> None:
 def test_a_tables_records_are_read_by_one_task_per_ten_thousand() -> None:
     assert [tasks_for(n) for n in (0, 1, 10_000, 10_001, 1_000_000)] == [1, 1, 1, 2, 100]
 
-
-def test_a_small_tables_records_come_in_one_partition_from_a_batch_of_many(spark: SparkSession) -> None:
-    batch = spark.range(0, 90, numPartitions=85).withColumn("table", F.when(F.col("id") < 3, "small").otherwise("other"))
-    small = batch.filter(F.col("table") == "small").coalesce(tasks_for(3))
-    assert small.rdd.getNumPartitions() == 1 and sorted(r.id for r in small.collect()) == [0, 1, 2]
-    assert batch.coalesce(tasks_for(3 * ROWS_PER_TASK)).rdd.getNumPartitions() == 3
