@@ -14,7 +14,7 @@ export PATH := $(JAVA17)/bin:$(PATH)
 export HUDI_CDC_BUILD := $(CURDIR)/$(BUILD)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: test-deep-slice help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint docs bench bench-freshness bench-database bench-avro clean
+.PHONY: test-deep-slice help install jars s3-jars s3 hdfs kafka system-packages demo demo-relay metrics-png test test-unit test-integration test-deep lint docs bench bench-freshness bench-database bench-timeline bench-avro clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -187,6 +187,9 @@ bench-freshness: $(VENV)/.installed jars kafka  ## produced-to-visible latency p
 
 bench-database: $(VENV)/.installed jars kafka  ## one job, 200 tables from a template, a skewed trickle: freshness per table, CPU per touched table, restart (BENCH_ARGS="--smoke")
 	$(PY) -m devkit.bench.database $(BENCH_ARGS)
+
+bench-timeline: $(VENV)/.installed jars  ## a warm batch's CPU at 100, 500 and 2,000 commits in the active timeline (BENCH_ARGS="--type mor", "--smoke")
+	$(PY) -m devkit.bench.timeline $(BENCH_ARGS)
 
 bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s
 	$(PY) -m devkit.bench_avro $(BENCH_ARGS)

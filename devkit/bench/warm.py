@@ -52,7 +52,7 @@ _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset 
 _T0 = dt.datetime(2026, 11, 1)
 
 
-class _Offsets:
+class KafkaRows:
     """Spark Kafka source rows of the bench's records, at growing offsets of one partition per topic."""
 
     def __init__(self, spark: SparkSession) -> None:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                     "hoodie_options": dict(option.split("=", 1) for option in args.hoodie_option)}
                    for i in range(len(sources))],
     })  # fmt: skip
-    offsets, me = _Offsets(spark), psutil.Process()
+    offsets, me = KafkaRows(spark), psutil.Process()
     load = [(t.topic, r) for t in sources for r in records(t, snapshot_changes(args.rows))]
     run_batch(offsets.rows(load), BatchContext(config=config, batch_id=0))
     updates = [records(t, update_changes(args.batch * args.batches, args.rows)) for t in sources]

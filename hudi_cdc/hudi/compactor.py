@@ -25,7 +25,7 @@ def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = Fal
         MAX_DELTA_COMMITS: "1" if force else str(policy.max_delta_commits),
         MAX_DELTA_SECONDS: str(policy.max_delta_seconds),
         # the procedure's write client archives after the compaction commit: same bound as the writer
-        **archival_options(spark, table.base_path),
+        **archival_options(spark, table.base_path, table.archive_after_hours),
         # without it the procedure upgrades the metadata table of a version-6 table to 9 (measured),
         # which PrestoDB's Hudi 0.14 then fails to open
         WRITE_TABLE_VERSION: str(table.table_version),

@@ -114,6 +114,7 @@ def relayout(spark: SparkSession, table: TableConfig, *, step: Callable[[str], N
         options=write_options(table, operation=OPERATION_BULK_INSERT, parallelism=spark.sparkContext.defaultParallelism),
         commit_metadata=committed | {INDEX_KEY: index_layout(table)},
         trailing_columns=trailing_columns(table),
+        archive_after_hours=table.archive_after_hours,
     )
     if written.commit_time is None:
         raise RelayoutError(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
 from hudi_cdc.events import HOODIE_IS_DELETED
 from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT, OPERATION_INSERT, OPERATION_UPSERT
 from hudi_cdc.hudi import retention
@@ -80,6 +81,7 @@ def write(
     commit_metadata: dict[str, str],
     trailing_columns: Sequence[str] = (),
     counts: RowCounts | None = None,
+    archive_after_hours: int | None = ARCHIVE_AFTER_HOURS,
 ) -> WriteResult:
     """Upsert `rows` (deletes flagged by `_hoodie_is_deleted`) as one Hudi commit.
 
@@ -89,6 +91,7 @@ def write(
     3. read back the instant of that commit.
 
     `trailing_columns` are moved to the end of the written rows (see `options.trailing_columns`).
+    `archive_after_hours`: the table's setting, which bounds Hudi's archiver (`hudi.retention`).
     """
     spark = rows.sparkSession
     if trailing_columns:
@@ -102,7 +105,7 @@ def write(
             return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
         if table_exists(spark, base_path):
             # archive only what no reader needs (see hudi_cdc.hudi.retention)
-            options = options | retention.archival_options(spark, base_path)
+            options = options | retention.archival_options(spark, base_path, archive_after_hours)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)

@@ -205,6 +205,7 @@ def _write(
         trailing_columns=trailing_columns(table),
         commit_metadata=metadata,
         counts=written,
+        archive_after_hours=table.archive_after_hours,
     )
     metrics.upserted_rows, metrics.deleted_rows = commit.upserted, commit.deleted
     metrics.commit_time = commit.commit_time

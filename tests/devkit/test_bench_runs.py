@@ -1,9 +1,9 @@
-"""`make bench`, `make bench-freshness` and `make bench-database` end to end at their smoke sizes: the jobs run and
-consume every record, and `make bench` passes its honesty check. No timing is asserted; what
+"""`make bench`, `make bench-freshness`, `make bench-database` and `make bench-timeline` end to end
+at their smoke sizes: the jobs run and consume every record, and `make bench` passes its honesty check. No timing is asserted; what
 fails here is a bench that no longer runs (as when the job moved to its own copy of the session
 and the bench could not find its query).
 
-Deep: about 160 s, 190 s and (the database bench) a few minutes on 2 cores.
+Deep: about 160 s, 190 s, (the database bench) a few minutes and (the timeline bench) about 90 s a case on 2 cores.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from devkit import CHECKOUT
 pytestmark = [pytest.mark.integration, pytest.mark.deep]
 
 
-def _smoke_run(module: str, out: Path, result: str) -> Path:
-    """`python -m <module> --smoke --out <out>` from the checkout; the one result file matching `result`."""
+def _smoke_run(module: str, out: Path, result: str, *args: str) -> Path:
+    """`python -m <module> --smoke --out <out> <args>` from the checkout; the one result file matching `result`."""
     ran = subprocess.run(
-        [sys.executable, "-m", module, "--smoke", "--out", str(out)], cwd=CHECKOUT, capture_output=True, text=True, timeout=900
-    )
+        [sys.executable, "-m", module, "--smoke", "--out", str(out), *args], cwd=CHECKOUT, capture_output=True, text=True,
+        timeout=900,
+    )  # fmt: skip
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-4000:]
     (path,) = out.glob(result)
     return path
@@ -61,3 +62,22 @@ def test_the_database_bench_smoke_run_sees_every_record_restarts_and_starts_on_m
     start = document["start"]
     assert start["topics"] == 20 and start["query_started_s"] > 0, start
     assert math.isfinite(start["first_record_visible_s"]), start
+
+
+@pytest.mark.parametrize("hours", ["100", "none"])
+def test_the_timeline_bench_smoke_run_grows_the_timeline_and_commits_every_batch(tmp_path: Path, hours: str) -> None:
+    """With the default window every commit made stays active; with `archive_after_hours: null`
+    Hudi's archiver keeps 40 to 50 of the 60 (so the setting reaches Hudi)."""
+    result = _smoke_run("devkit.bench.timeline", tmp_path, "timeline-*.json", "--archive-after-hours", hours)
+    first, second = json.loads(result.read_text())["lengths"]
+    assert (first["made"], second["made"]) == (10, 60), (first, second)
+    # the second growth starts after the first length's two measured batches committed
+    assert second["grown"] == 60 - 10 - 2, second
+    assert first["commits"] == 10, first
+    if hours == "none":
+        assert 40 <= second["commits"] <= 50, second
+    else:
+        assert second["commits"] == 60, second
+    for length in (first, second):
+        assert length["instants"] >= length["commits"] and length["timeline_files"] >= 3 * length["commits"], length
+        assert len(length["batch_cpu_s"]) == 2 and min(length["batch_cpu_s"]) > 0, length

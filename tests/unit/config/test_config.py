@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.config.models import load_config, parse_config
+from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS, load_config, parse_config
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.hudi.table_options import write_options
 
@@ -68,6 +68,7 @@ def test_secrets_are_redacted_and_not_in_repr() -> None:
         pytest.param(lambda c: c["tables"][0].update(index="bloom"), "tables.0.index", "'simple', 'record_level' or 'bucket'", id="unknown-index"),
         pytest.param(lambda c: c["tables"][0].update(unavailable_value_placeholder="hex:5f5"), "tables.0.unavailable_value_placeholder", "hex octets", id="odd-hex-placeholder"),
         pytest.param(lambda c: c["tables"][0].update(unavailable_value_placeholder=""), "tables.0.unavailable_value_placeholder", "is empty", id="empty-placeholder"),
+        pytest.param(lambda c: c["tables"][0].update(archive_after_hours=0), "tables.0.archive_after_hours", "greater than or equal to 1", id="no-archive-window"),
     ],
 )
 def test_bad_config_names_field_and_allowed_values(change: Any, field: str, allowed: str) -> None:
@@ -77,6 +78,15 @@ def test_bad_config_names_field_and_allowed_values(change: Any, field: str, allo
         parse_config(data, source="job.yaml")
     message = str(err.value)
     assert "job.yaml" in message and field in message and allowed in message
+
+
+def test_an_archive_window_is_100_hours_unless_a_table_sets_one_or_none() -> None:
+    data = _valid()
+    data["tables"][0]["archive_after_hours"] = None
+    data["tables"][1]["archive_after_hours"] = 73
+    first, second = parse_config(data).tables
+    assert (first.archive_after_hours, second.archive_after_hours) == (None, 73)
+    assert parse_config(_valid()).tables[0].archive_after_hours == ARCHIVE_AFTER_HOURS == 100
 
 
 def test_hadoop_settings_are_hadoop_text_and_kept_out_of_repr() -> None:

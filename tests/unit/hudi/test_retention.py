@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
 from hudi_cdc.hudi.retention import (
-    ARCHIVE_AFTER_HOURS,
     KEEP_MARGIN,
     KEEP_SPREAD,
+    archival_options,
     instant_at,
     keep_commits,
     trino_archive_check,
@@ -71,3 +73,17 @@ def test_the_archive_check_reads_the_timeline_history_files(
     assert found["archived_files"] == (0 if newest_archived_hours_ago is None else 2)
     if newest_archived_hours_ago is not None:
         assert found["newest_archived"] == instant_at(now - dt.timedelta(hours=newest_archived_hours_ago))
+
+
+def test_a_table_without_an_archive_window_leaves_hudis_count_and_reads_no_timeline() -> None:
+    """`archive_after_hours: null`: no keep options (the write options' 40/50 apply); the timeline,
+    which would be read through this Spark session, is never asked."""
+    assert archival_options(_NO_SPARK, "/nowhere", None) == {}
+
+
+class _NoSpark:
+    def __getattr__(self, name: str) -> None:
+        raise AssertionError(f"the timeline was read (SparkSession.{name})")
+
+
+_NO_SPARK: Any = _NoSpark()

@@ -1,0 +1,218 @@
+"""A warm batch's cost against the length of the table's active timeline: `make bench-timeline`.
+
+    python -m devkit.bench.timeline                                 # COW: 100, 500, 2,000 commits
+    python -m devkit.bench.timeline --instants 100,500 --type mor
+    python -m devkit.bench.timeline --archive-after-hours none     # Hudi's own archival bound
+    python -m devkit.bench.timeline --smoke                         # 10 and 60 commits, 2 batches each
+
+Why: hudi_cdc keeps a table's `archive_after_hours` (100 h by default) of instants active so
+that Trino can read version-9 tables (`hudi_cdc.hudi.retention`). At a 30 s trigger that is about
+12,000 commits, listed and read by Hudi's writer and by hudi_cdc on every commit of the table.
+
+How: one process, one `local[2]` Spark. The bench's `accounts` table is loaded through
+`pipeline.run_batch`, and warmed by a few update batches. Then, for each length in `--instants`:
+  1. the commits made to the table are grown to that number with empty commits through Hudi's
+     write client (0.7 s each at 100 commits here, 1.5 s at 500: Hudi's own cost of a commit grows
+     too). Each carries the extra metadata of hudi_cdc's newest commit, as every commit of a
+     running job does; the table's cleaning settings apply, and its archival: none while the
+     window holds every commit (all are recent), Hudi's count with `--archive-after-hours none`;
+  2. `--batches` batches of `--batch` uniform updates go through `run_batch`, as a running job
+     applies them, and their CPU seconds (this process and its Spark JVM) are taken.
+The measured batches' commits are part of the next length's count. The result is printed and
+written as JSON to build/bench/timeline-<time>.json (`--out` another folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+from pyspark.sql import SparkSession
+
+from devkit import build_dir  # importing devkit points hudi_cdc at the checkout's build/ folder
+from devkit.bench.measure import tree_cpu_seconds
+from devkit.bench.warm import WARM_UP, KafkaRows
+from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
+from devkit.services import run_dir
+from hudi_cdc.config.models import Config, TableConfig, parse_config
+from hudi_cdc.hoodie_keys import KEEP_MAX_COMMITS, KEEP_MIN_COMMITS
+from hudi_cdc.hudi.retention import KEEP_MARGIN, KEEP_SPREAD
+from hudi_cdc.hudi.table import meta_client
+from hudi_cdc.hudi.table_options import write_options
+from hudi_cdc.hudi.timeline import latest_job_metadata
+from hudi_cdc.job.pipeline import BatchContext, run_batch
+from hudi_cdc.spark import fs
+from hudi_cdc.spark.session import get_or_create_session, jvm
+
+GROWING_OPTIONS = {
+    # the write client would otherwise run the table's inline services on every empty commit;
+    # the measured batches run them as the job does
+    "hoodie.compact.inline": "false",
+    "hoodie.compact.schedule.inline": "false",
+    "hoodie.embed.timeline.server": "false",
+}
+
+
+@dataclass(frozen=True)
+class Length:
+    """One measured timeline length."""
+
+    made: int
+    """Commits made to the table (loads, batches and empty ones) before the measured batches."""
+    commits: int
+    """Completed commits (and delta commits) in the active timeline before the measured batches."""
+    instants: int
+    """Every instant of the active timeline (commits, cleans, compactions), completed or not."""
+    timeline_files: int
+    """Files in `.hoodie/timeline/` (requested, inflight and completed files of every instant)."""
+    grown: int
+    """Empty commits added to reach this length."""
+    growing_s_per_commit: float
+    """Wall seconds per empty commit while growing (Hudi's own cost of a commit at this length)."""
+    batch_cpu_s: list[float]
+    """CPU seconds of each measured batch."""
+
+    @property
+    def median_cpu_s(self) -> float:
+        return statistics.median(self.batch_cpu_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devkit.bench.timeline", description=__doc__.splitlines()[0])
+    parser.add_argument("--instants", default="100,500,2000", help="active-timeline lengths to measure at, in commits")
+    parser.add_argument("--type", choices=("cow", "mor"), default="cow", help="the table's type")
+    parser.add_argument("--rows", type=int, default=2_000, help="rows loaded before the measured batches")
+    parser.add_argument("--batch", type=int, default=250, help="updates per measured batch (uniform keys)")
+    parser.add_argument("--batches", type=int, default=6, help="measured batches at each length")
+    parser.add_argument("--archive-after-hours", default="100", help="the table's archive_after_hours; none: Hudi's count")
+    parser.add_argument("--smoke", action="store_true", help="10 and 60 commits, 2 batches each: that it runs, not figures")
+    parser.add_argument("--out", default=str(build_dir() / "bench"), help="folder of the JSON result")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.instants, args.batches = "10,60", 2  # past Hudi's keep.max of 50: its archival shows
+    lengths = sorted(int(n) for n in args.instants.split(","))
+    root = run_dir("bench-timeline")
+    shutil.rmtree(root, ignore_errors=True)
+    spark = get_or_create_session(app_name="bench-timeline", extra_conf={"spark.master": "local[2]"})
+    spark.sparkContext.setLogLevel("ERROR")
+    hours = None if args.archive_after_hours.lower() in ("none", "null") else int(args.archive_after_hours)
+    config = _config(root, "MERGE_ON_READ" if args.type == "mor" else "COPY_ON_WRITE", hours)
+    table = config.tables[0]
+    kafka, me = KafkaRows(spark), psutil.Process()
+    run_batch(kafka.rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
+              BatchContext(config=config, batch_id=0))  # fmt: skip
+    updates = records(SOURCE, update_changes(args.batch * (WARM_UP + args.batches * len(lengths)), args.rows))
+    batch_ids = itertools.count(1)
+
+    def batch() -> float:
+        rows = kafka.rows([(SOURCE.topic, r) for r in itertools.islice(updates, args.batch)])
+        cpu0 = tree_cpu_seconds(me)
+        run_batch(rows, BatchContext(config=config, batch_id=next(batch_ids)))
+        return tree_cpu_seconds(me) - cpu0
+
+    for _ in range(WARM_UP):
+        batch()
+    made = completed_commits(spark, table.base_path)  # nothing archived yet: fewer than Hudi's 40
+    measured: list[Length] = []
+    for target in lengths:
+        wall0 = time.monotonic()
+        grown = grow(spark, table, target - made)
+        per_commit = (time.monotonic() - wall0) / grown if grown else 0.0
+        made += grown
+        commits, instants, files = timeline_size(spark, table.base_path)
+        cpu = [batch() for _ in range(args.batches)]
+        measured.append(Length(made, commits, instants, files, grown, per_commit, cpu))
+        made += args.batches
+        print(length_line(measured[-1], measured[0]), flush=True)
+    spark.stop()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) / f"timeline-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"args": vars(args), "lengths": [asdict(m) | {"median_cpu_s": m.median_cpu_s} for m in measured]},
+                              indent=2))  # fmt: skip
+    print(f"{args.type.upper()}, archive_after_hours {hours}, {args.batches} batches of {args.batch} updates into "
+          f"{args.rows:,} rows at each length; {out}")  # fmt: skip
+    return 0
+
+
+def _config(root: Any, table_type: str, archive_after_hours: int | None) -> Config:
+    return parse_config({
+        "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
+        "job": {"name": "bench-timeline", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
+        "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
+        "tables": [{"name": "accounts", "key": ["id"], "base_path": str(root / "accounts"), "type": table_type,
+                    "archive_after_hours": archive_after_hours}],
+    })  # fmt: skip
+
+
+def length_line(length: Length, first: Length) -> str:
+    """One printed line: the length, what growing to it cost, the batches' CPU and its ratio to the first length's."""
+    ratio = length.median_cpu_s / first.median_cpu_s
+    cpu = ", ".join(f"{c:.2f}" for c in length.batch_cpu_s)
+    return (f"{length.made:6,} commits made, {length.commits:,} active ({length.instants:,} instants, "
+            f"{length.timeline_files:,} timeline files): "
+            f"median {length.median_cpu_s:.2f} CPU s a batch ({ratio:.2f}x the first length) [{cpu}]; "
+            f"grown by {length.grown:,} empty commits at {length.growing_s_per_commit:.2f} s each")  # fmt: skip
+
+
+def completed_commits(spark: SparkSession, base_path: str) -> int:
+    """Completed commits and delta commits of the active timeline."""
+    return int(meta_client(spark, base_path).getActiveTimeline().getCommitsTimeline().filterCompletedInstants().countInstants())
+
+
+def timeline_size(spark: SparkSession, base_path: str) -> tuple[int, int, int]:
+    """(completed commits, every active instant, files in `.hoodie/timeline/` outside its history)."""
+    active = meta_client(spark, base_path).getActiveTimeline()
+    commits = int(active.getCommitsTimeline().filterCompletedInstants().countInstants())
+    folder = base_path.rstrip("/") + "/.hoodie/timeline"
+    files = sum(1 for path, _ in fs.list_files(spark, folder) if "/history/" not in path)
+    return commits, int(active.countInstants()), files
+
+
+def grow(spark: SparkSession, table: TableConfig, commits: int) -> int:
+    """Add `commits` empty commits to `table`, each with the extra metadata of hudi_cdc's newest commit.
+
+    Through Hudi's write client, with the table's own write options, so cleaning runs on its
+    schedule. Archival: with an `archive_after_hours` window every commit made here is inside it,
+    so the bound hudi_cdc would set keeps them all; without one, Hudi's count applies as it does
+    to the job's commits.
+    """
+    if commits <= 0:
+        return 0
+    gateway = jvm(spark)
+    context = spark.sparkContext._jsc  # type: ignore[attr-defined]
+    options = write_options(table) | GROWING_OPTIONS
+    if table.archive_after_hours is not None:
+        total = completed_commits(spark, table.base_path) + commits
+        options |= {KEEP_MIN_COMMITS: str(total + KEEP_MARGIN), KEEP_MAX_COMMITS: str(total + KEEP_MARGIN + KEEP_SPREAD)}
+    props = gateway.java.util.Properties()
+    for key, value in options.items():
+        props.setProperty(key, value)
+    config = gateway.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath(table.base_path).withProps(props).build()
+    client = gateway.org.apache.hudi.client.SparkRDDWriteClient(
+        gateway.org.apache.hudi.client.common.HoodieSparkEngineContext(context), config)  # fmt: skip
+    extra = gateway.java.util.HashMap()
+    for key, value in latest_job_metadata(spark, table.base_path).items():
+        extra.put(key, value)
+    some = gateway.org.apache.hudi.common.util.Option.of(extra)
+    try:
+        for _ in range(commits):
+            instant = client.startCommit()
+            client.commit(instant, client.insert(context.emptyRDD(), instant), some)
+    finally:
+        client.close()
+    return commits
+
+
+if __name__ == "__main__":
+    sys.exit(main())
