@@ -1,23 +1,24 @@
 """A warm batch's cost against the length of the table's active timeline: `make bench-timeline`.
 
-    python -m devkit.bench.timeline                                 # COW: 100, 500, 2,000 commits
+    python -m devkit.bench.timeline                          # COW, 100, 500 and 2,000 commits; 100 h and none
     python -m devkit.bench.timeline --instants 100,500 --type mor
-    python -m devkit.bench.timeline --archive-after-hours none     # Hudi's own archival bound
-    python -m devkit.bench.timeline --smoke                         # 10 and 60 commits, 2 batches each
+    python -m devkit.bench.timeline --archive-after-hours 100  # one policy only
+    python -m devkit.bench.timeline --smoke                  # 10 and 60 commits, 2 batches each
 
 Why: hudi_cdc keeps a table's `archive_after_hours` (100 h by default) of instants active so
 that Trino can read version-9 tables (`hudi_cdc.hudi.retention`). At a 30 s trigger that is about
 12,000 commits, listed and read by Hudi's writer and by hudi_cdc on every commit of the table.
 
-How: one process, one `local[2]` Spark. The bench's `accounts` table is loaded through
-`pipeline.run_batch`, and warmed by a few update batches. Then, for each length in `--instants`:
+How: each `--archive-after-hours` policy (default: 100 h, then none, i.e. Hudi's count of 40-50)
+runs in a process of its own with one `local[2]` Spark. The bench's `accounts` table is loaded
+through `pipeline.run_batch` and warmed by a few update batches. Then, for each `--instants`:
   1. the commits made to the table are grown to that number with empty commits through Hudi's
      write client (0.7 s each at 100 commits here, 1.5 s at 500: Hudi's own cost of a commit grows
      too). Each carries the extra metadata of hudi_cdc's newest commit, as every commit of a
      running job does; the table's cleaning settings apply, and its archival: none while the
-     window holds every commit (all are recent), Hudi's count with `--archive-after-hours none`;
+     window holds every commit (all are recent), Hudi's count without a window;
   2. `--batches` batches of `--batch` uniform updates go through `run_batch`, as a running job
-     applies them, and their CPU seconds (this process and its Spark JVM) are taken.
+     applies them, and their CPU seconds (the process and its Spark JVM) are taken.
 The measured batches' commits are part of the next length's count. The result is printed and
 written as JSON to build/bench/timeline-<time>.json (`--out` another folder).
 """
@@ -30,7 +31,9 @@ import itertools
 import json
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -89,23 +92,68 @@ class Length:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devkit.bench.timeline", description=__doc__.splitlines()[0])
-    parser.add_argument("--instants", default="100,500,2000", help="active-timeline lengths to measure at, in commits")
+    parser.add_argument("--instants", default="100,500,2000", help="commits made to the table when measured, in turn")
     parser.add_argument("--type", choices=("cow", "mor"), default="cow", help="the table's type")
     parser.add_argument("--rows", type=int, default=2_000, help="rows loaded before the measured batches")
     parser.add_argument("--batch", type=int, default=250, help="updates per measured batch (uniform keys)")
     parser.add_argument("--batches", type=int, default=6, help="measured batches at each length")
-    parser.add_argument("--archive-after-hours", default="100", help="the table's archive_after_hours; none: Hudi's count")
+    parser.add_argument("--archive-after-hours", default="100,none",
+                        help="the table's archive_after_hours, one run (process) each, in turn; none: Hudi's count")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="10 and 60 commits, 2 batches each: that it runs, not figures")
     parser.add_argument("--out", default=str(build_dir() / "bench"), help="folder of the JSON result")
     args = parser.parse_args(argv)
     if args.smoke:
         args.instants, args.batches = "10,60", 2  # past Hudi's keep.max of 50: its archival shows
+    policies = args.archive_after_hours.split(",")
+    if len(policies) == 1:
+        runs = [measure(args, None if policies[0].lower() in ("none", "null") else int(policies[0]))]
+    else:
+        runs = [_run_alone(argv or sys.argv[1:], policy) for policy in policies]
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) / f"timeline-{stamp}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"args": vars(args), "runs": runs}, indent=2))
+    print(f"{args.type.upper()}, {args.batches} batches of {args.batch} updates into {args.rows:,} rows at each length")
+    for run in runs:
+        first = run["lengths"][0]["median_cpu_s"]
+        print(f"archive_after_hours {run['archive_after_hours']}:")
+        for length in run["lengths"]:
+            print(length_line(length, first))
+    print(out)
+    return 0
+
+
+def _run_alone(argv: list[str], policy: str) -> dict[str, Any]:
+    """One policy's run in a process of its own (a JVM of its own: no run inherits another's JIT)."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-m", "devkit.bench.timeline", *_without(argv, "--archive-after-hours", "--out"),
+                        "--archive-after-hours", policy, "--out", out], check=True)  # fmt: skip
+        (result,) = Path(out).glob("timeline-*.json")
+        (run,) = json.loads(result.read_text())["runs"]
+        return dict(run)
+
+
+def _without(argv: list[str], *options: str) -> list[str]:
+    """`argv` without `options` and their values (`--x v` or `--x=v`)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in options)):
+            kept.append(arg)
+    return kept
+
+
+def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
+    """One run: the table with `archive_after_hours` = `hours`, measured at each of `args.instants` commits made."""
     lengths = sorted(int(n) for n in args.instants.split(","))
     root = run_dir("bench-timeline")
     shutil.rmtree(root, ignore_errors=True)
     spark = get_or_create_session(app_name="bench-timeline", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
-    hours = None if args.archive_after_hours.lower() in ("none", "null") else int(args.archive_after_hours)
     config = _config(root, "MERGE_ON_READ" if args.type == "mor" else "COPY_ON_WRITE", hours)
     table = config.tables[0]
     kafka, me = KafkaRows(spark), psutil.Process()
@@ -123,26 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(WARM_UP):
         batch()
     made = completed_commits(spark, table.base_path)  # nothing archived yet: fewer than Hudi's 40
-    measured: list[Length] = []
+    measured: list[dict[str, Any]] = []
     for target in lengths:
         wall0 = time.monotonic()
         grown = grow(spark, table, target - made)
         per_commit = (time.monotonic() - wall0) / grown if grown else 0.0
         made += grown
         commits, instants, files = timeline_size(spark, table.base_path)
-        cpu = [batch() for _ in range(args.batches)]
-        measured.append(Length(made, commits, instants, files, grown, per_commit, cpu))
+        length = Length(made, commits, instants, files, grown, per_commit, [batch() for _ in range(args.batches)])
+        measured.append(asdict(length) | {"median_cpu_s": length.median_cpu_s})
         made += args.batches
-        print(length_line(measured[-1], measured[0]), flush=True)
+        print(f"archive_after_hours {hours}: " + length_line(measured[-1], measured[0]["median_cpu_s"]), flush=True)
     spark.stop()
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out) / f"timeline-{stamp}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"args": vars(args), "lengths": [asdict(m) | {"median_cpu_s": m.median_cpu_s} for m in measured]},
-                              indent=2))  # fmt: skip
-    print(f"{args.type.upper()}, archive_after_hours {hours}, {args.batches} batches of {args.batch} updates into "
-          f"{args.rows:,} rows at each length; {out}")  # fmt: skip
-    return 0
+    return {"archive_after_hours": hours, "lengths": measured}
 
 
 def _config(root: Any, table_type: str, archive_after_hours: int | None) -> Config:
@@ -155,14 +196,14 @@ def _config(root: Any, table_type: str, archive_after_hours: int | None) -> Conf
     })  # fmt: skip
 
 
-def length_line(length: Length, first: Length) -> str:
+def length_line(length: dict[str, Any], first_median_cpu_s: float) -> str:
     """One printed line: the length, what growing to it cost, the batches' CPU and its ratio to the first length's."""
-    ratio = length.median_cpu_s / first.median_cpu_s
-    cpu = ", ".join(f"{c:.2f}" for c in length.batch_cpu_s)
-    return (f"{length.made:6,} commits made, {length.commits:,} active ({length.instants:,} instants, "
-            f"{length.timeline_files:,} timeline files): "
-            f"median {length.median_cpu_s:.2f} CPU s a batch ({ratio:.2f}x the first length) [{cpu}]; "
-            f"grown by {length.grown:,} empty commits at {length.growing_s_per_commit:.2f} s each")  # fmt: skip
+    ratio = length["median_cpu_s"] / first_median_cpu_s
+    cpu = ", ".join(f"{c:.2f}" for c in length["batch_cpu_s"])
+    return (f"{length['made']:6,} commits made, {length['commits']:,} active ({length['instants']:,} instants, "
+            f"{length['timeline_files']:,} timeline files): median {length['median_cpu_s']:.2f} CPU s a batch "
+            f"({ratio:.2f}x the first length) [{cpu}]; grown by {length['grown']:,} empty commits at "
+            f"{length['growing_s_per_commit']:.2f} s each")  # fmt: skip
 
 
 def completed_commits(spark: SparkSession, base_path: str) -> int:
