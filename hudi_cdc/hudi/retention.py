@@ -19,7 +19,7 @@ MOR table) + a margin. Archival still runs, but only ever archives instants olde
 
 Cost: the active timeline holds `archive_after_hours` of instants (at one commit per minute,
 ~6,000 commits + a clean per 10, three files each, in `.hoodie/timeline/`), and every commit
-lists and loads it several times: measured, a batch costs about 4 ms of CPU more per commit kept
+lists and loads it several times: measured, a batch costs about 6 ms of CPU more per commit kept
 (`make bench-timeline`). A table with `archive_after_hours: null` keeps Hudi's own count-based
 bound instead (keep.min/max 40/50 from the write options). Cleaning and data file retention are
 unchanged (cleaner keeps 10 commits).
