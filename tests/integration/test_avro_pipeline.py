@@ -36,6 +36,8 @@ def _landed_as_json(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> J
     return as_json
 
 
+# deep: make test keeps Avro end to end from MariaDB (test_mariadb_avro_to_hudi.py) and this file's other tests
+@pytest.mark.deep
 def test_same_corpus_as_json_and_as_avro_gives_identical_tables(
     spark: SparkSession, kafka: LocalKafka, registry: LocalRegistry, tmp_path: Path
 ) -> None:
