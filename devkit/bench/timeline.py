@@ -48,7 +48,7 @@ from devkit.bench.warm import WARM_UP, KafkaRows
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
 from devkit.services import run_dir
 from hudi_cdc.config.models import Config, TableConfig, parse_config
-from hudi_cdc.hoodie_keys import KEEP_MAX_COMMITS, KEEP_MIN_COMMITS
+from hudi_cdc.hoodie_keys import INLINE, KEEP_MAX_COMMITS, KEEP_MIN_COMMITS, SCHEDULE_INLINE
 from hudi_cdc.hudi.retention import KEEP_MARGIN, KEEP_SPREAD
 from hudi_cdc.hudi.table import meta_client
 from hudi_cdc.hudi.table_options import write_options
@@ -60,8 +60,8 @@ from hudi_cdc.spark.session import get_or_create_session, jvm
 GROWING_OPTIONS = {
     # the write client would otherwise run the table's inline services on every empty commit;
     # the measured batches run them as the job does
-    "hoodie.compact.inline": "false",
-    "hoodie.compact.schedule.inline": "false",
+    INLINE: "false",
+    SCHEDULE_INLINE: "false",
     "hoodie.embed.timeline.server": "false",
 }
 

@@ -287,7 +287,7 @@ class TableConfig(_Frozen):
     commits kept a batch measured 2.65x the CPU it cost with Hudi's bound (about 6 ms more per
     commit kept; a 30 s trigger keeps about 12,000; docs/performance.md, "A long timeline"). `null`: Hudi's own
     bound (the active timeline keeps 40 to 50 commits), for a table no Trino up to 479 reads:
-    Spark, PrestoDB and hudi-rs read an archived timeline."""
+    Spark, and PrestoDB on version-6 tables, read an archived timeline."""
     table_version: TableVersion = 9
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
     hudi-rs and Trino 476, whose `_rt` is not a snapshot). 6: the format Hudi 0.14/0.15 readers

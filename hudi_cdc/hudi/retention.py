@@ -119,11 +119,11 @@ def archival_options(
 ) -> dict[str, str]:
     """keep.min/max commits for the next commit on an existing table (see the module doc).
 
-    `hours`: the table's `archive_after_hours`; None: none, the write options' fixed
-    keep.min/max (Hudi's count) apply, and the timeline is not read.
+    `hours`: the table's `archive_after_hours`; None: no window, Hudi's count alone (the write
+    options' 40/50, also for the compaction procedure's write client), and the timeline is not read.
     """
     if hours is None:
-        return {}
+        return {KEEP_MIN_COMMITS: KEEP_MIN_COMMITS_DEFAULT, KEEP_MAX_COMMITS: KEEP_MAX_COMMITS_DEFAULT}
     keep_min, keep_max = keep_commits(active_commits(spark, base_path), now or dt.datetime.now(), hours)
     return {KEEP_MIN_COMMITS: str(keep_min), KEEP_MAX_COMMITS: str(keep_max)}
 
@@ -143,13 +143,14 @@ def _archived_ranges(spark: SparkSession, base_path: str) -> list[tuple[str, str
 
 
 def trino_archive_check(
-    spark: SparkSession, base_path: str, *, now: dt.datetime | None = None
+    spark: SparkSession, base_path: str, hours: int | None, *, now: dt.datetime | None = None
 ) -> dict[str, Any]:
     """Whether Trino <= 479 (Hudi 1.0.x) can still read the table, judged from the archived timeline.
 
-    `trino_readable` is "ok", "warn" (the newest archived instant is younger than
-    ARCHIVE_AFTER_HOURS: a writer outside hudi_cdc, or older hudi_cdc settings, archived it) or
-    "FAILS" (an archived instant is younger than Trino's 72 h window: every query fails).
+    `trino_readable` is "ok", "warn" (the newest archived instant is younger than the table's
+    window `hours`: a writer outside hudi_cdc, or older settings, archived it; never for a table
+    without a window) or "FAILS" (an archived instant is younger than Trino's 72 h window: every
+    query fails).
     """
     now = now or dt.datetime.now()
     ranges = _archived_ranges(spark, base_path)
@@ -158,6 +159,6 @@ def trino_archive_check(
     if newest is not None:
         if newest >= instant_at(now - dt.timedelta(hours=TRINO_ARCHIVE_WINDOW_HOURS)):
             state = "FAILS"
-        elif newest >= instant_at(now - dt.timedelta(hours=ARCHIVE_AFTER_HOURS)):
+        elif hours is not None and newest >= instant_at(now - dt.timedelta(hours=hours)):
             state = "warn"
     return {"archived_files": len(ranges), "newest_archived": newest, "trino_readable": state}

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
 from hudi_cdc.events import HOODIE_IS_DELETED
 from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT, OPERATION_INSERT, OPERATION_UPSERT
 from hudi_cdc.hudi import retention
@@ -81,7 +80,7 @@ def write(
     commit_metadata: dict[str, str],
     trailing_columns: Sequence[str] = (),
     counts: RowCounts | None = None,
-    archive_after_hours: int | None = ARCHIVE_AFTER_HOURS,
+    archive_after_hours: int | None,
 ) -> WriteResult:
     """Upsert `rows` (deletes flagged by `_hoodie_is_deleted`) as one Hudi commit.
 

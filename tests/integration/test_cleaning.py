@@ -45,12 +45,14 @@ def test_a_copy_on_write_table_cleans_every_10_commits_and_keeps_the_last_10_ver
     writer.write(
         _rows(spark, [(i, f"n{i}", Decimal(i)) for i in range(1, 7)]),
         table=table.name, base_path=table.base_path, options=options, commit_metadata={},
+        archive_after_hours=table.archive_after_hours,
     )  # fmt: skip
     for i in range(1, UPDATES + 1):
         # one row of the one file group: every commit writes a new version of it
         writer.write(
             _rows(spark, [(1, f"v{i}", Decimal(i))]),
             table=table.name, base_path=table.base_path, options=options, commit_metadata={},
+        archive_after_hours=table.archive_after_hours,
         )  # fmt: skip
 
     assert _completed(table, "commit") == UPDATES + 1

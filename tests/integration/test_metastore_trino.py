@@ -412,6 +412,7 @@ def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defau
             base_path=table.base_path,
             options=write_options(table) | sync[table.name],
             commit_metadata={},
+            archive_after_hours=table.archive_after_hours,
         )
 
     failures: list[str] = []
@@ -448,6 +449,7 @@ def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defau
                         base_path=table.base_path,
                         options=write_options(table),
                         commit_metadata={},
+                        archive_after_hours=table.archive_after_hours,
                     )
     finally:
         stop.set()
@@ -461,6 +463,7 @@ def test_trino_reads_cow_and_mor_past_two_archival_thresholds_with_project_defau
             base_path=table.base_path,
             options=write_options(table) | sync[table.name],
             commit_metadata={},
+            archive_after_hours=table.archive_after_hours,
         )
     assert failures == [], failures[:3]
     assert answered > 0

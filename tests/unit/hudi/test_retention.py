@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
+from hudi_cdc.hoodie_keys import KEEP_MAX_COMMITS, KEEP_MIN_COMMITS
 from hudi_cdc.hudi.retention import (
     KEEP_MARGIN,
     KEEP_SPREAD,
@@ -52,14 +53,15 @@ def test_mor_keeps_every_commit_since_its_oldest_uncompacted_delta_commit() -> N
 
 
 @pytest.mark.parametrize(
-    ("newest_archived_hours_ago", "expected"),
-    [(None, "ok"), (500, "ok"), (80, "warn"), (10, "FAILS")],
+    ("window", "newest_archived_hours_ago", "expected"),
+    [(100, None, "ok"), (100, 500, "ok"), (100, 80, "warn"), (100, 10, "FAILS"), (None, 80, "ok"), (None, 10, "FAILS")],
 )
 def test_the_archive_check_reads_the_timeline_history_files(
-    spark: SparkSession, tmp_path: Path, newest_archived_hours_ago: int | None, expected: str
+    spark: SparkSession, tmp_path: Path, window: int | None, newest_archived_hours_ago: int | None, expected: str
 ) -> None:
     """`status`'s Trino check on hand-made LSM history files (`<min>_<max>_<level>.parquet`):
-    older than 100 h is ok, inside 100 h a warning, inside Trino's 72 h window every query fails."""
+    older than the table's window is ok, inside it a warning (a table without one has nothing to
+    warn of), inside Trino's 72 h window every query fails."""
     now = dt.datetime(2026, 12, 4, 12, 0, 0)
     history = tmp_path / ".hoodie" / "timeline" / "history"
     history.mkdir(parents=True)
@@ -68,17 +70,17 @@ def test_the_archive_check_reads_the_timeline_history_files(
         oldest = instant_at(now - dt.timedelta(hours=900))
         for level, hours in enumerate((700, newest_archived_hours_ago)):
             (history / f"{oldest}_{instant_at(now - dt.timedelta(hours=hours))}_{level}.parquet").write_bytes(b"")
-    found = trino_archive_check(spark, str(tmp_path), now=now)
+    found = trino_archive_check(spark, str(tmp_path), window, now=now)
     assert found["trino_readable"] == expected
     assert found["archived_files"] == (0 if newest_archived_hours_ago is None else 2)
     if newest_archived_hours_ago is not None:
         assert found["newest_archived"] == instant_at(now - dt.timedelta(hours=newest_archived_hours_ago))
 
 
-def test_a_table_without_an_archive_window_leaves_hudis_count_and_reads_no_timeline() -> None:
-    """`archive_after_hours: null`: no keep options (the write options' 40/50 apply); the timeline,
-    which would be read through this Spark session, is never asked."""
-    assert archival_options(_NO_SPARK, "/nowhere", None) == {}
+def test_a_table_without_an_archive_window_keeps_hudis_count_and_reads_no_timeline() -> None:
+    """`archive_after_hours: null`: the write options' 40/50, also for `hudi-cdc compact` (whose
+    options hold no keep counts otherwise); the timeline, read through this Spark session, is never asked."""
+    assert archival_options(_NO_SPARK, "/nowhere", None) == {KEEP_MIN_COMMITS: "40", KEEP_MAX_COMMITS: "50"}
 
 
 class _NoSpark:
