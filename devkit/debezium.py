@@ -71,6 +71,12 @@ class Column:
             raise ValueError(f"unknown column kind {self.kind!r}; valid kinds are {', '.join(_KINDS)}")
 
 
+def connect_json(value: Any) -> bytes:
+    """`value` as Kafka Connect's JsonConverter writes a record's key or value: compact (no spaces
+    after separators), UTF-8 (no `\\u` escapes for non-ASCII characters)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def _unscaled(value: Decimal, scale: int) -> int:
     """`value` * 10**scale as an exact int (Decimal.scaleb would round beyond 28 digits)."""
     sign, digits, exponent = value.as_tuple()
@@ -234,14 +240,14 @@ class DebeziumTable:
         key_columns = [c for c in self.columns if c.name in self.key]
         payload = {c.name: encode_value(c.kind, row[c.name], scale=c.scale) for c in key_columns}
         if not self.with_schema:
-            return json.dumps(payload).encode()
+            return connect_json(payload)
         schema = {
             "type": "struct",
             "fields": [field_schema(c) for c in key_columns],
             "optional": False,
             "name": f"{self.topic}.Key",
         }
-        return json.dumps({"schema": schema, "payload": payload}).encode()
+        return connect_json({"schema": schema, "payload": payload})
 
     def _source(
         self, *, ts_ms: int, snapshot: str, file: str, pos: int, row: int, lsn: int
@@ -307,7 +313,7 @@ class DebeziumTable:
         keyed = after if after is not None else before
         key = self.key_record(keyed) if with_key and keyed is not None else None
         if not self.with_schema:
-            return key, json.dumps(payload).encode()
+            return key, connect_json(payload)
         schema = {
             "type": "struct",
             "fields": [
@@ -320,7 +326,7 @@ class DebeziumTable:
             "optional": False,
             "name": f"{self.topic}.Envelope",
         }
-        return key, json.dumps({"schema": schema, "payload": payload}).encode()
+        return key, connect_json({"schema": schema, "payload": payload})
 
     def tombstone(self, row: dict[str, Any]) -> KafkaRecord:
         """The null-value record Debezium sends after a delete (for log compaction)."""
@@ -361,4 +367,4 @@ def flattened(record: KafkaRecord, add_fields: list[str], prefix: str = "__") ->
         fields.append({"type": schema_of["type"], "optional": True, "field": name})
         values[name] = value_of
     flat_schema = {"type": "struct", "fields": fields, "optional": False, "name": row_schema["name"]}
-    return key, json.dumps({"schema": flat_schema, "payload": values}).encode()
+    return key, connect_json({"schema": flat_schema, "payload": values})

@@ -34,6 +34,15 @@ from hudi_cdc.decode.checks import (
     reject_columns,
 )
 from hudi_cdc.decode.debezium_types import floor_div
+from hudi_cdc.decode.envelope import (
+    HAS_SCHEMA,
+    IS_ENVELOPE,
+    JSON_TEXT,
+    PAYLOAD_TEXT,
+    SCHEMA_TEXT,
+    envelope_levels,
+    has_envelope,
+)
 from hudi_cdc.decode.flattened import flattened_envelope
 from hudi_cdc.decode.order import (
     SOURCE_STRUCT,
@@ -65,13 +74,11 @@ from hudi_cdc.spark.lineage import checkpointed
 from hudi_cdc.spark.plan_cache import PlanCache, with_levels
 
 # working columns
-_JSON = "__json"
-_SCHEMA = "__schema"
-_ENV_PAYLOAD = "__env_payload"
-_IS_ENV = "__is_env"
-_HAS_ENV = "__has_env"
-ENVELOPE_COLUMNS = (_SCHEMA, _ENV_PAYLOAD, _IS_ENV, _HAS_ENV)
-"""The columns `with_envelope` adds."""
+_JSON = JSON_TEXT
+_SCHEMA = SCHEMA_TEXT
+_ENV_PAYLOAD = PAYLOAD_TEXT
+_IS_ENV = IS_ENVELOPE
+_HAS_ENV = HAS_SCHEMA
 _PAYLOAD = "__payload"
 _PROFILE = "__profile"
 _ENV = "__env"
@@ -143,15 +150,6 @@ class DecodeResult:
     def cached(self) -> DecodeResult:
         """The same result over a parse computed once (`lineage.checkpointed`; the caller releases `parsed`)."""
         return DecodeResult(parsed=checkpointed(self.parsed), tombstones=self.tombstones, schema=self.schema)
-
-
-def _is_envelope() -> Column:
-    """The value is Kafka Connect's `{"schema": ..., "payload": ...}`, its schema possibly null."""
-    with_schema = F.col(_SCHEMA).isNotNull() & F.col(_ENV_PAYLOAD).isNotNull()
-    # only a record with a payload but no schema pays for listing its keys
-    keys = F.sort_array(F.json_object_keys(F.col(_JSON)))
-    null_schema = F.col(_ENV_PAYLOAD).isNotNull() & (keys == F.array(F.lit("payload"), F.lit("schema")))
-    return F.when(with_schema, F.lit(True)).otherwise(F.coalesce(null_schema, F.lit(False)))
 
 
 def _no_strings() -> Column:
@@ -251,44 +249,8 @@ def _envelopes(raw: DataFrame) -> DataFrame:
     if has_envelope(raw):
         levels = _ENVELOPE_LEVELS.get("text", lambda: ((F.col("value").cast("string").alias(_JSON),),))
     else:
-        levels = _ENVELOPE_LEVELS.get("envelopes", lambda: _envelope_levels(F.col("value").cast("string")))
+        levels = _ENVELOPE_LEVELS.get("envelopes", lambda: envelope_levels(F.col("value").cast("string")))
     return with_levels(raw.filter(F.col("value").isNotNull()), levels)
-
-
-def _envelope_levels(text: Column) -> tuple[tuple[Column, ...], ...]:
-    is_envelope = _is_envelope()
-    return (
-        (text.alias(_JSON),),
-        # one parse finds both parts of an envelope
-        (F.json_tuple(F.col(_JSON), "schema", "payload").alias(_SCHEMA, _ENV_PAYLOAD),),
-        # `{"schema": null, "payload": {...}}` is an envelope whose records are typed like plain ones
-        (is_envelope.alias(_IS_ENV), (is_envelope & F.col(_SCHEMA).isNotNull()).alias(_HAS_ENV)),
-    )
-
-
-def with_envelope(records: DataFrame, read: Column) -> DataFrame:
-    """`records` (Kafka rows) plus ENVELOPE_COLUMNS: each value's Connect envelope parts, found
-    wherever `read` is true (NULL elsewhere).
-
-    Why: finding them is one parse of the whole value, which copies the schema's and the payload's
-    text. A caller that persists these rows (the pipeline's routed batch) pays it once, for the
-    survey's schemas (`envelope_schema`) and for `decode`, which reads them instead of parsing
-    again. The columns describe `value`: whoever rewrites `value` (Avro as JSON) drops them first.
-    """
-    levels = _envelope_levels(F.when(read, F.col("value").cast("string")))
-    return with_levels(records, levels).drop(_JSON)
-
-
-def has_envelope(records: DataFrame) -> bool:
-    """Do `records` carry `with_envelope`'s columns?"""
-    return all(name in records.columns for name in ENVELOPE_COLUMNS)
-
-
-def envelope_schema() -> Column:
-    """Over `with_envelope` rows: the envelope schema text that `decode` types a record by, NULL
-    for a record without one. The same columns as decode's own, so the texts found match decode's
-    comparison of each record's schema with the batch's (`_profile`) exactly."""
-    return F.when(F.col(_HAS_ENV), F.col(_SCHEMA))
 
 
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes, *, headers: bool) -> list[list[Column]]:
@@ -304,7 +266,7 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
             F.col(_TOP)[table.patch_field].alias("after"),
             F.lit(None).cast(SOURCE_STRUCT).alias("source"),
         )
-        envelope_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
+        change_levels = [[top.alias(_TOP)], [env.alias(_ENV)]]
     elif table.mode == "flattened":
         env = flattened_envelope(
             F.col(_PAYLOAD),
@@ -312,14 +274,14 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
             F.col(KAFKA_HEADERS) if headers else None,
             table.flattened_header_prefix,
         )
-        envelope_levels = [[top.alias(_TOP), env.alias(_ENV)]]
+        change_levels = [[top.alias(_TOP), env.alias(_ENV)]]
     else:
-        envelope_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
+        change_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
     image = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
     return [
         [payload.alias(_PAYLOAD), _profile(table, envelopes).alias(_PROFILE), _key_parts().alias(_KEY_PARTS)],
-        *envelope_levels,
+        *change_levels,
         [image.alias(_IMAGE)],
     ]
 

@@ -22,7 +22,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.commit.offsets import KafkaRange
-from hudi_cdc.decode.records import DecodeResult, envelope_schema, has_envelope, with_envelope
+from hudi_cdc.decode.envelope import envelope_schema, has_envelope, with_envelope
+from hudi_cdc.decode.records import DecodeResult
 from hudi_cdc.decode.schema import SchemaUse, most_used_first
 from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
 from hudi_cdc.fold.collapse import Truncation

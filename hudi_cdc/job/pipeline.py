@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
@@ -23,7 +23,7 @@ from hudi_cdc.commit.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.commit.offsets import first_offsets
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
-from hudi_cdc.decode.records import with_envelope
+from hudi_cdc.decode.envelope import KNOWN, sampled_schemas, with_envelope
 from hudi_cdc.errors import CdcError, KeyColumnsMissing, TableFailure
 from hudi_cdc.fold.tally import TableRecords, survey, survey_table
 from hudi_cdc.job.catalog import Unmade
@@ -52,11 +52,17 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     json_templates = [t for t in ctx.config.templates if not uses_avro(t.sample())]
     if json_templates:  # tables a template makes in this batch read theirs too
         read_envelope = read_envelope | (F.col(TABLE_COLUMN).isNotNull() & templated_topic(json_templates))
-    routed = with_envelope(route(raw, ctx.config), read_envelope).persist()
+    # records whose schema an earlier batch showed are split by bytes, the rest parsed
+    routed = route(raw, ctx.config)
+    known: Mapping[str, Sequence[str]] = KNOWN.by_table()
+    if (json_tables or json_templates) and KNOWN.sample_now():
+        known = sampled_schemas(routed, read_envelope, TABLE_COLUMN)
+    routed = with_envelope(routed, read_envelope, known=known, table_column=TABLE_COLUMN).persist()
     try:
         # tables typed by their JSON envelopes: the survey finds their schemas for decode
         enveloped = [t.name for t in ctx.config.tables if t.mode != "patch" and not uses_avro(t)]
         received = survey(routed, schemas_of=enveloped)
+        KNOWN.learn({name: r.envelopes for name, r in received.items() if name is not None and r.envelopes})
         metrics.first_read = first_offsets(r.kafka for r in received.values())
         unrouted = received.pop(None, None)
         metrics.unrouted = unrouted.read if unrouted else 0

@@ -29,7 +29,8 @@ from hudi_cdc.commit.offsets import (
 from hudi_cdc.commit.progress import Mark, Progress, counts_of
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
-from hudi_cdc.decode.records import ENVELOPE_COLUMNS, DecodeResult, decode
+from hudi_cdc.decode.envelope import ENVELOPE_COLUMNS
+from hudi_cdc.decode.records import DecodeResult, decode
 from hudi_cdc.errors import KeyColumnsMissing, RelayoutError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
 from hudi_cdc.fold.collapse import FoldResult, Truncation, fold

@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.decode.records import decode, with_envelope
+from hudi_cdc.decode.envelope import with_envelope
+from hudi_cdc.decode.records import decode
 from hudi_cdc.events import OP, ORDER, Op
 from hudi_cdc.fold.tally import survey, tally
 from hudi_cdc.kafka.routing import TABLE_COLUMN
