@@ -6,7 +6,8 @@
 
 Both read the same persisted Spark Kafka rows of the bench's `accounts` updates and write to
 Spark's `noop` sink, so only the parsing and typing is measured. hudi_cdc: `decode(...).classified`
-(envelope, schemas, typed values, PRESENT, order, every check). Plain: `from_json` of the
+(schemas, typed values, PRESENT, order, every check) of the rows as the pipeline persists them,
+their envelopes split already (`decode.envelope`; before round 25 decode parsed them here too). Plain: `from_json` of the
 envelope and the row image's columns undone, exactly as the plain job does (`jobs.plain_rows`). The two
 run alternately after two warm-up rounds each, which pay the JVM's JIT and code generation.
 Prints the CPU seconds (this process and its JVM) per round and per event. With `--jfr`, the
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import psutil
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.jobs import plain_rows
@@ -35,7 +37,9 @@ from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, update_changes
 from hudi_cdc.config.models import Config, parse_config
+from hudi_cdc.decode.envelope import sampled_schemas, with_envelope
 from hudi_cdc.decode.records import decode
+from hudi_cdc.kafka.routing import TABLE_COLUMN
 from hudi_cdc.spark.session import jvm
 
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -135,8 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_spark("bench-decode-cost")
     table = offline_config("bench-decode-cost").tables[0]
     raw = _kafka_rows(spark, args.events)
+    # decode reads the records as the pipeline persists them: the envelope found already, split by
+    # the schema's bytes (`decode.envelope`), the batch's schemas known from the survey
+    routed = raw.withColumn(TABLE_COLUMN, F.lit(table.name))
+    known = sampled_schemas(routed, F.lit(True), TABLE_COLUMN)
+    enveloped = with_envelope(routed, F.lit(True), known=known, table_column=TABLE_COLUMN).drop(TABLE_COLUMN).persist()
+    enveloped.count()
     jobs: dict[str, Callable[[], DataFrame]] = {
-        "hudi_cdc decode": lambda: decode(raw, table).classified,
+        "hudi_cdc decode": lambda: decode(enveloped, table, envelopes=known[table.name]).classified,
         "plain parse": lambda: plain_rows(raw),
     }
     recordings: list[Path] = []

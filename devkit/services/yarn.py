@@ -134,8 +134,13 @@ class LocalYarn(LocalService):
         return {"HADOOP_CONF_DIR": str(self.conf_dir), "JAVA_HOME": str(java17_home())}
 
     def container_logs(self, application_id: str) -> list[Path]:
-        """The log files of every container of an application (stdout, stderr), as the node manager kept them."""
-        return sorted(p for p in self.data.glob(f"**/{application_id}/container_*/*") if p.is_file())
+        """The log files of every container of an application (stdout, stderr), as the node manager kept them.
+
+        Not the containers' working folders (`appcache`): they hold the localized jars and archives,
+        not logs, and the node manager deletes them once the application ends, maybe while they are read.
+        """
+        found = self.data.glob(f"**/{application_id}/container_*/*")
+        return sorted(p for p in found if "appcache" not in p.parts and p.is_file())
 
     def start(self) -> LocalYarn:
         began = time.monotonic()
