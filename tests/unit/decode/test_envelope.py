@@ -160,3 +160,18 @@ def test_only_a_first_batch_with_nothing_known_samples() -> None:
     known.clear()
     known.learn({"a": ["a1"]})
     assert not known.sample_now()
+
+
+def test_a_record_is_split_only_by_its_own_tables_schemas(spark: SparkSession) -> None:
+    value = _compact(_as_dict(SOURCE.change("c", after={"id": 1, "name": "é"}, pos=100)))
+    text = json.dumps(_as_dict(SOURCE.change("c"))["schema"], separators=(",", ":"))
+    wider = json.dumps(_as_dict(WIDER.change("c"))["schema"], separators=(",", ":"))
+    rows = [(None, value, "s.d.t", 0, offset, T0, table) for offset, table in enumerate(["t", "u", "v", "w"])]
+    batch = spark.createDataFrame(rows, KAFKA_COLUMNS + f", {TABLE_COLUMN} string")
+    # u knows only another schema; v is known with two texts, the record's second; w is unknown
+    known = {"t": [text], "u": [wider], "v": [wider, text], **{f"x{i}": [wider] for i in range(50)}}
+    enveloped = with_envelope(batch, F.lit(True), known=known, table_column=TABLE_COLUMN)
+    payloads = {r[TABLE_COLUMN]: r[PAYLOAD_TEXT] for r in enveloped.select(TABLE_COLUMN, PAYLOAD_TEXT).collect()}
+    # split: the value's own bytes (\\u00e9); parsed: written anew (é)
+    assert ["\\u00e9" in payloads[t] for t in "tuvw"] == [True, False, True, False], payloads
+    assert all(json.loads(p)["after"]["name"] == "é" for p in payloads.values())
