@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from devkit.debezium import KafkaRecord
+from devkit.debezium import KafkaRecord, connect_json
 from devkit.services.kafka import LocalKafka
 from tests.support.harness import Job
 
@@ -72,7 +72,7 @@ class Corpus:
         def encode(payload: dict[str, Any] | None, schema: dict[str, Any]) -> bytes | None:
             if payload is None:
                 return None
-            return json.dumps({"schema": schema, "payload": payload} if with_schema else payload).encode()
+            return connect_json({"schema": schema, "payload": payload} if with_schema else payload)
 
         return [(encode(r["key"], self.key_schema), encode(r["value"], self.value_schema)) for r in self.records]
 
