@@ -194,8 +194,8 @@ def table_repair(table: str) -> str:
     """What to check when a table's batch fails as the table's, the storage's or Kafka's fault."""
     return (
         "Check that the storage and Kafka are reachable; for a metadata table that cannot be read, "
-        f"stop the job, run `hudi-cdc rebuild-metadata --table {table}` (Hudi rebuilds the metadata table from the "
-        "data files at the next commit) and start again."
+        f"stop the job, run `hudi-cdc rebuild-metadata --table {table}` (the next commit rebuilds it from the "
+        "data files where the table's settings keep one) and start again."
     )
 
 

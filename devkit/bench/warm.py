@@ -6,6 +6,8 @@
     python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
     python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
     python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
+    python -m devkit.bench.warm --tables 8 --ab-option hoodie.metadata.enable=true
+                                                   # in-process A/B: odd tables get the option; their commits' wall time compared
 
 Loads the bench's `accounts` table (devkit.bench.workloads; `--tables N`: N of them, one topic
 each) in one batch of snapshot reads, then applies batches of its uniform updates. Prints the CPU seconds (this process and the Spark
@@ -79,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hoodie-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a Hudi write option for every table (repeatable)")  # fmt: skip
     parser.add_argument("--prepped", choices=("on", "off"), default="on", help="the tables' prepped_writes")
+    parser.add_argument("--ab-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Hudi option of the odd-numbered tables only; prints both halves' commit wall time")
     parser.add_argument("--list-jobs", action="store_true", help="print the Spark jobs of the last batch (runs Spark's UI)")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)],
         "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}"),
                     "prepped_writes": args.prepped == "on",
-                    "hoodie_options": dict(option.split("=", 1) for option in args.hoodie_option)}
+                    "hoodie_options": dict(option.split("=", 1) for option in args.hoodie_option + (args.ab_option if i % 2 else []))}
                    for i in range(len(sources))],
     })  # fmt: skip
     offsets, me = KafkaRows(spark), psutil.Process()
@@ -103,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     profiler = cProfile.Profile()
     cpu: list[float] = []
     wall: list[float] = []
+    commits: dict[bool, list[float]] = {False: [], True: []}
+    """Of each warm batch's tables: the commit's wall seconds, by whether the table has `--ab-option`s."""
     threads_before: dict[str, float] = {}
     listed_from = 0.0
     for batch_id in range(1, args.batches + 1):
@@ -117,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         if batch_id == args.batches and args.list_jobs:
             spark.sparkContext.setJobGroup(LAST_BATCH, "the last measured batch")
             listed_from = time.time()
-        run_batch(raw, BatchContext(config=config, batch_id=batch_id))
+        metrics = run_batch(raw, BatchContext(config=config, batch_id=batch_id))
+        if warm:
+            for table in metrics.tables:
+                commits[int(table.table.rsplit("_", 1)[1]) % 2 == 1].append(table.commit_seconds or 0.0)
         if warm and args.profile:
             profiler.disable()
         if warm:
@@ -130,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows{tables}: CPU {sum(cpu):.1f} s in all "
           f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
     print("CPU s of each warm batch: " + ", ".join(f"{c:.1f}" for c in cpu))
+    if args.ab_option and commits[True] and commits[False]:
+        without, with_ = (statistics.mean(commits[k]) for k in (False, True))
+        print(f"commit wall s per table and batch (mean, median): without {', '.join(args.ab_option)} {without:.3f}, "
+              f"{statistics.median(commits[False]):.3f}; with {with_:.3f}, {statistics.median(commits[True]):.3f} "
+              f"({with_ / without:.2f}x the mean)")  # fmt: skip
     if threads:
         print(threads_text(threads, span=f"over the {len(cpu)} warm batches"))
     if jobs:

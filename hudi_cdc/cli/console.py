@@ -467,7 +467,8 @@ def watermark(config_path: str, table: str, until: datetime | None, timeout: str
 @json_option
 @catch_errors
 def rebuild_metadata(config_path: str, table: str, as_json: bool) -> None:
-    """Delete a table's Hudi metadata table; the next commit rebuilds it from the data files.
+    """Delete a table's Hudi metadata table; the next commit rebuilds it from the data files where
+    the table's settings keep one.
 
     The repair for a metadata table that cannot be read (the job stops with TableFailure and says
     so). Stop the job first. The old metadata table is kept as a backup beside it.
@@ -476,8 +477,18 @@ def rebuild_metadata(config_path: str, table: str, as_json: bool) -> None:
 
     config = load_config(config_path)
     target = _named_table(config, config_path, table, "rebuild-metadata")
+    from hudi_cdc.hoodie_keys import METADATA_TABLE
+    from hudi_cdc.hudi.table_options import write_options
+
     backup = drop_metadata_table(_session(config.job, "rebuild-metadata"), target.base_path)
-    done = f"deleted; backup at {backup}; the next run rebuilds it" if backup else "none to delete"
+    # the table's settings as for a table without one: an unpartitioned simple or bucket table keeps none
+    rebuilt = write_options(target)[METADATA_TABLE] == "true"
+    after = (
+        "the next run rebuilds it"
+        if rebuilt
+        else "the table goes on without one (set `hoodie.metadata.enable: true` in its `hoodie_options` to rebuild it)"
+    )
+    done = f"deleted; backup at {backup}; {after}" if backup else "none to delete"
     output_for(as_json).message(f"table {table}: metadata table {done}")
 
 

@@ -16,7 +16,7 @@ import time
 
 from pyspark.sql import SparkSession
 
-from hudi_cdc.hudi.table import meta_client
+from hudi_cdc.hudi.table import has_metadata_table, meta_client
 from hudi_cdc.spark import fs
 from hudi_cdc.spark.session import hadoop_conf, jvm
 
@@ -82,7 +82,7 @@ def drop_metadata_table(spark: SparkSession, base_path: str) -> str | None:
     beside it. Returns the backup's path; None when the table has no metadata table. Run it while
     no job writes the table.
     """
-    if not fs.exists(spark, base_path.rstrip("/") + "/.hoodie/metadata"):
+    if not has_metadata_table(spark, base_path):
         return None
     client = meta_client(spark, base_path)
     gateway = jvm(spark)

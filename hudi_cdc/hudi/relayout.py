@@ -38,7 +38,7 @@ from hudi_cdc.errors import RelayoutError
 from hudi_cdc.events import HOODIE_IS_DELETED
 from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT
 from hudi_cdc.hudi import writer
-from hudi_cdc.hudi.table import latest_commit, read_table, table_exists
+from hudi_cdc.hudi.table import has_metadata_table, latest_commit, read_table, table_exists
 from hudi_cdc.hudi.table_options import index_layout, trailing_columns, write_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.spark import fs
@@ -111,7 +111,12 @@ def relayout(spark: SparkSession, table: TableConfig, *, step: Callable[[str], N
         rows,
         table=table.name,
         base_path=staging,
-        options=write_options(table, operation=OPERATION_BULK_INSERT, parallelism=spark.sparkContext.defaultParallelism),
+        options=write_options(
+            table,
+            operation=OPERATION_BULK_INSERT,
+            parallelism=spark.sparkContext.defaultParallelism,
+            has_metadata_table=has_metadata_table(spark, base),
+        ),
         commit_metadata=committed | {INDEX_KEY: index_layout(table)},
         trailing_columns=trailing_columns(table),
         archive_after_hours=table.archive_after_hours,

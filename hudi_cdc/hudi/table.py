@@ -24,6 +24,11 @@ def table_exists(spark: SparkSession, base_path: str) -> bool:
     return fs.exists(spark, base_path.rstrip("/") + "/.hoodie")
 
 
+def has_metadata_table(spark: SparkSession, base_path: str) -> bool:
+    """Whether the Hudi table at `base_path` has a metadata table (`.hoodie/metadata`)."""
+    return fs.exists(spark, base_path.rstrip("/") + "/.hoodie/metadata")
+
+
 def latest_commit(spark: SparkSession, base_path: str) -> str | None:
     """The newest completed commit/deltacommit instant, or None for no table or none completed yet."""
     if not table_exists(spark, base_path):

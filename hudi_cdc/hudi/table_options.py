@@ -34,6 +34,7 @@ from hudi_cdc.hoodie_keys import (
     MERGE_INTO_PREPPED,
     MERGE_MODE,
     MERGE_MODE_DEFAULT,
+    METADATA_TABLE,
     NULL_FOR_MISSING_COLUMNS,
     OPERATION,
     OPERATION_UPSERT,
@@ -120,14 +121,33 @@ def key_lookup_options(table: TableConfig) -> dict[str, str]:
     return options
 
 
+def metadata_table_kept(table: TableConfig, *, has_one: bool) -> bool:
+    """Whether the table's commits keep Hudi's metadata table, when `hoodie_options` does not say.
+
+    Kept where it pays: `index: record_level` keeps its index there; a partitioned table's readers
+    and simple index find its files there instead of listing every partition folder (many calls on
+    an object store); and a table that already has one keeps it (Hudi would delete it otherwise).
+    Left out for a new unpartitioned table with the simple or bucket index: its files are one
+    folder's listing, and the metadata table's own delta commit, compactions and timeline cost
+    every commit about a quarter of a small table's batch (docs/performance-journal.md, round 26).
+    """
+    return has_one or table.index == "record_level" or bool(table.partition_by)
+
+
 def write_options(
-    table: TableConfig, *, operation: str = OPERATION_UPSERT, parallelism: int = 2, prepped: bool = False
+    table: TableConfig,
+    *,
+    operation: str = OPERATION_UPSERT,
+    parallelism: int = 2,
+    prepped: bool = False,
+    has_metadata_table: bool = False,
 ) -> dict[str, str]:
     """Hudi datasource options for writing folded rows into `table` (`operation`: see `writer.operation`).
 
     `parallelism`: tasks of Hudi's shuffles and of the file writes; the job passes Spark's default
     parallelism (the executors' cores), so a cluster writes with all of them. `prepped`: the rows
-    carry their stored locations (`hudi.prepped`), so Hudi looks no key up.
+    carry their stored locations (`hudi.prepped`), so Hudi looks no key up. `has_metadata_table`:
+    the table has a metadata table already (`metadata_table_kept`).
     """
     options = {
         TABLE_NAME: table.name,
@@ -152,6 +172,7 @@ def write_options(
         KEEP_MAX_COMMITS: KEEP_MAX_COMMITS_DEFAULT,
         COMMIT_METADATA_PREFIX: COMMIT_METADATA_PREFIX_DEFAULT,
         WRITE_TABLE_VERSION: str(table.table_version),
+        METADATA_TABLE: str(metadata_table_kept(table, has_one=has_metadata_table)).lower(),
     }
     options.update({key: str(parallelism) for key in PARALLELISM_KEYS})
     if prepped:

@@ -33,7 +33,9 @@ def _corrupt_metadata_table(base_path: str) -> None:
 def test_a_once_run_pushes_its_counts_process_metrics_and_build_info_also_when_it_fails(
     spark: SparkSession, kafka: LocalKafka, metastore: LocalMetastore, pushgateway: LocalPushgateway, tmp_path: Path
 ) -> None:
-    job = Job(spark, kafka, tmp_path, [{"name": "people", "key": ["id"]}, {"name": "pets", "key": ["id"]}],
+    # `pets` keeps a metadata table (unpartitioned tables keep none unless asked) for the failure below
+    pets = {"name": "pets", "key": ["id"], "hoodie_options": {"hoodie.metadata.enable": True}}
+    job = Job(spark, kafka, tmp_path, [{"name": "people", "key": ["id"]}, pets],
               metastore_uris=metastore.uri, job_settings={"metrics_pushgateway": pushgateway.url})  # fmt: skip
     published = {"people": 3, "pets": 2}
     sources: dict[str, DebeziumTable] = {}

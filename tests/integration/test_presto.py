@@ -195,8 +195,9 @@ def test_a_version_9_table_turns_version_6_through_relayout_and_presto_reads_its
     """Hudi never downgrades (with `table_version: 6` it would write a version-9 table on at 9): the
     job refuses, and `hudi-cdc relayout` rewrites the table at version 6, which PrestoDB reads."""
     # a bucket table: its updates go to log files, which `_rt` must merge
+    # with a metadata table (an unpartitioned bucket table keeps none unless asked): relayout writes it at version 6
     orders_table = {"name": "orders", "key": ["order_id"], "type": "MERGE_ON_READ", "index": "bucket", "buckets": 2,
-                    "compaction": {"mode": "schedule_only"}}  # fmt: skip
+                    "compaction": {"mode": "schedule_only"}, "hoodie_options": {"hoodie.metadata.enable": True}}  # fmt: skip
     job = Job(spark, kafka, tmp_path, [orders_table], metastore_uris=metastore.uri)
     orders = DebeziumTable(server=f"srv{job.suffix}", database="db", table="orders", columns=ORDERS, key=["order_id"])
     job.produce("orders", [orders.change("c", after=_order(i, "open", f"{i}0.00"), pos=200 + i) for i in range(1, 10)])

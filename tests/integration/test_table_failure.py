@@ -42,11 +42,12 @@ def _corrupt_metadata_table(base_path: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("layout", "on_failure"),
-    [({}, "stop"), ({"type": "MERGE_ON_READ", "index": "record_level"}, "park")],
+    # an unpartitioned simple-index table keeps a metadata table only when asked (`metadata_table_kept`)
+    [({"hoodie_options": {"hoodie.metadata.enable": True}}, "stop"), ({"type": "MERGE_ON_READ", "index": "record_level"}, "park")],
     ids=["cow-simple-index-stop", "mor-record-level-index-park"],
 )
 def test_a_corrupt_metadata_table_stops_the_table_and_the_batch_is_applied_after_the_repair(
-    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, layout: dict[str, str], on_failure: str
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path, layout: dict[str, Any], on_failure: str
 ) -> None:
     job = Job(spark, kafka, tmp_path, [{"name": "accounts", "key": ["id"], **layout}])
     job.job_settings = {"on_table_failure": on_failure}

@@ -85,7 +85,8 @@ def test_a_message_under_json_is_an_envelope(job: str, monkeypatch: pytest.Monke
     assert result.exit_code == 0, result.output
     assert envelopes(result) == [{
         "format": 1, "command": "rebuild-metadata",
-        "message": "table people: metadata table deleted; backup at /lake/people.backup; the next run rebuilds it",
+        "message": "table people: metadata table deleted; backup at /lake/people.backup; the table goes on without "
+                   "one (set `hoodie.metadata.enable: true` in its `hoodie_options` to rebuild it)",
     }]  # fmt: skip
 
 

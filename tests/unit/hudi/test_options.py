@@ -24,6 +24,7 @@ from hudi_cdc.hoodie_keys import (
     CLEAN_MAX_COMMITS,
     DATA_SKIPPING,
     INDEX_TYPE,
+    METADATA_TABLE,
     OPERATION,
     RECORD_INDEX,
     RECORD_INDEX_UPDATE_PARTITION_PATH,
@@ -100,6 +101,32 @@ def test_a_table_cleans_every_10_commits_unless_its_hoodie_options_say_otherwise
 )
 def test_only_version_6_mor_tables_write_partition_columns_last(fields: dict[str, object], trailing: tuple[str, ...]) -> None:
     assert trailing_columns(_table(**fields)) == trailing
+
+
+@pytest.mark.parametrize(
+    ("fields", "has_one", "kept"),
+    [
+        ({}, False, "false"),
+        ({"index": "bucket"}, False, "false"),
+        ({"type": "MERGE_ON_READ"}, False, "false"),
+        ({}, True, "true"),
+        ({"index": "bucket"}, True, "true"),
+        ({"partition_by": ["region"]}, False, "true"),
+        ({"index": "record_level"}, False, "true"),
+        ({"hoodie_options": {"hoodie.metadata.enable": True}}, False, "true"),
+        ({"hoodie_options": {"hoodie.metadata.enable": False}}, True, "false"),
+        ({"partition_by": ["region"], "hoodie_options": {"hoodie.metadata.enable": "false"}}, False, "false"),
+    ],
+    ids=[
+        "new-unpartitioned-simple", "new-unpartitioned-bucket", "new-unpartitioned-mor", "existing-keeps-it",
+        "existing-bucket-keeps-it", "partitioned", "record-level-index", "asked-for", "asked-off-deletes-it",
+        "partitioned-asked-off",
+    ],
+)  # fmt: skip
+def test_a_metadata_table_is_kept_where_it_pays_or_exists_and_hoodie_options_decide_last(
+    fields: dict[str, object], has_one: bool, kept: str
+) -> None:
+    assert write_options(_table(**fields), has_metadata_table=has_one)[METADATA_TABLE] == kept
 
 
 def test_an_unknown_table_version_is_a_config_error_listing_the_valid_ones() -> None:
