@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from devkit.debezium import DebeziumTable
 from devkit.services.kafka import LocalKafka
+from hudi_cdc.hudi.compactor import run_compaction
 from tests.support.accounts import COLUMNS, account, accounts_source
 from tests.support.harness import Job
 
@@ -54,3 +55,30 @@ def test_a_new_unpartitioned_table_keeps_no_metadata_table_and_one_that_has_it_k
     expected = [{"id": 0, "name": "n0"}, {"id": 1, "name": "m1"}]
     for table in ("accounts", "orders"):
         assert [{"id": r["id"], "name": r["name"]} for r in job.rows_spark(table)] == expected, table
+
+
+def test_a_compaction_off_the_ingestion_path_makes_no_metadata_table_for_a_table_kept_without(
+    spark: SparkSession, kafka: LocalKafka, tmp_path: Path
+) -> None:
+    """`hudi-cdc compact` runs Hudi's procedure, whose write client would make a metadata table by
+    Hudi's default: it gets the writer's choice."""
+    mor = {"name": "accounts", "key": ["id"], "type": "MERGE_ON_READ", "compaction": {"mode": "schedule_only"}}
+    job = Job(spark, kafka, tmp_path, [mor])
+    source = accounts_source(job)
+    job.produce("accounts", [source.change("c", after=account(i, f"n{i}", "1.00"), pos=100 + i) for i in range(3)])
+    job.run()
+    job.produce("accounts", [source.change("u", before=account(1, "n1", "1.00"), after=account(1, "m1", "2.00"), pos=200)])
+    job.run()
+    path = Path(job.path("accounts"))
+    assert any(".log." in f.name for f in path.iterdir()), "the update wrote no log file to compact"
+
+    compacted = run_compaction(spark, job.config.table("accounts"), force=True)
+
+    assert compacted["compacted"] != "-"
+    assert (path / ".hoodie" / "timeline").is_dir() and any(
+        p.suffix == ".commit" for p in (path / ".hoodie" / "timeline").iterdir()
+    ), "no compaction commit"
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert [{"id": r["id"], "name": r["name"]} for r in job.rows_spark("accounts")] == [
+        {"id": 0, "name": "n0"}, {"id": 1, "name": "m1"}, {"id": 2, "name": "n2"},
+    ]  # fmt: skip
