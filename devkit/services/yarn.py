@@ -136,11 +136,14 @@ class LocalYarn(LocalService):
     def container_logs(self, application_id: str) -> list[Path]:
         """The log files of every container of an application (stdout, stderr), as the node manager kept them.
 
-        Not the containers' working folders (`appcache`): they hold the localized jars and archives,
-        not logs, and the node manager deletes them once the application ends, maybe while they are read.
+        Only the node manager's log folders (`*-logDir-nm-*`). Its local folders hold the containers'
+        working folders (`appcache`: the localized jars and archives) and `nmPrivate` (each
+        container's launch script, which exports the container's environment, secrets included, as
+        YARN passes it): neither is a log, and the node manager deletes both once the application
+        ends, maybe while they are read.
         """
         found = self.data.glob(f"**/{application_id}/container_*/*")
-        return sorted(p for p in found if "appcache" not in p.parts and p.is_file())
+        return sorted(p for p in found if any("-logDir-" in part for part in p.parts) and p.is_file())
 
     def start(self) -> LocalYarn:
         began = time.monotonic()
