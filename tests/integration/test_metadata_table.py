@@ -57,6 +57,8 @@ def test_a_new_unpartitioned_table_keeps_no_metadata_table_and_one_that_has_it_k
         assert [{"id": r["id"], "name": r["name"]} for r in job.rows_spark(table)] == expected, table
 
 
+# deep: a narrow path (the compaction procedure's options), and make test is near its budget
+@pytest.mark.deep
 def test_a_compaction_off_the_ingestion_path_makes_no_metadata_table_for_a_table_kept_without(
     spark: SparkSession, kafka: LocalKafka, tmp_path: Path
 ) -> None:
