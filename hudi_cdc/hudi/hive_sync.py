@@ -249,7 +249,7 @@ class MetastoreSync:
     def _save(self, spark: SparkSession) -> None:
         if self.state_path is None:
             return
-        fs.write_text(spark, self.state_path, json.dumps({k: asdict(v) for k, v in self.states.items()}, indent=2))
+        fs.replace_text(spark, self.state_path, json.dumps({k: asdict(v) for k, v in self.states.items()}, indent=2))
 
 
 def state_path(checkpoint_dir: str) -> str:
@@ -259,8 +259,5 @@ def state_path(checkpoint_dir: str) -> str:
 
 def read_state(spark: SparkSession, path: str) -> dict[str, Any]:
     """The sync state file written by a running job, or {} if there is none."""
-    text = fs.read_text(spark, path)
-    if text is None:
-        return {}
-    data: dict[str, Any] = json.loads(text)
-    return data
+    data: dict[str, Any] | None = fs.read_replaced_json(spark, path)
+    return data or {}

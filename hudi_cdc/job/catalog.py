@@ -81,7 +81,7 @@ class TableCatalog:
                 return
             text = json.dumps([asdict(m) for m in sorted(self._made.values(), key=lambda m: m.name)], indent=1)
             self._unsaved = False
-        fs.write_text(self.spark, catalog_path(self.declared.job.checkpoint_dir), text + "\n")
+        fs.replace_text(self.spark, catalog_path(self.declared.job.checkpoint_dir), text + "\n")
 
     def make(self, name: str, topics: list[str], routed: DataFrame) -> TableConfig:
         """Table `name` of `topics` (their records tagged `name` in `routed`), made and checked; Unmade if it cannot be."""
@@ -124,11 +124,9 @@ def read_made(spark: SparkSession, config: Config) -> list[MadeTable]:
     if not config.templates:
         return []
     path = catalog_path(config.job.checkpoint_dir)
-    text = fs.read_text(spark, path)
-    if text is None:
-        return []
     try:
-        return [MadeTable(name=m["name"], topic=m["topic"], key=list(m["key"])) for m in json.loads(text)]
+        made = fs.read_replaced_json(spark, path) or []
+        return [MadeTable(name=m["name"], topic=m["topic"], key=list(m["key"])) for m in made]
     except (ValueError, KeyError, TypeError) as exc:
         log.warning(
             "%s is unreadable (%s): the made tables are found again as their records arrive", path, exc

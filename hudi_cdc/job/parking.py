@@ -180,9 +180,7 @@ class ParkingLot:
                 return
             text = json.dumps([asdict(p) for p in self._tables.values()], indent=1, sort_keys=True)
             path = parked_path(self.checkpoint_dir)
-            fs.write_text(self.spark, path + ".new", text + "\n")
-            fs.delete(self.spark, path)
-            fs.rename(self.spark, path + ".new", path)
+            fs.replace_text(self.spark, path, text + "\n")
             self._dirty = False
 
     @contextmanager
@@ -196,12 +194,8 @@ def read_parked(spark: SparkSession, checkpoint_dir: str) -> list[Parked]:
     """The job's parked tables as it last wrote them ([] when none); a file that cannot be read stops the job."""
     path = parked_path(checkpoint_dir)
     try:
-        text = fs.read_text(spark, path)
-        if text is None:
-            text = fs.read_text(spark, path + ".new")  # a crash between `save`'s delete and move
-        if not text:
-            return []
-        return [Parked(**entry) for entry in json.loads(text)]
+        entries = fs.read_replaced_json(spark, path)
+        return [Parked(**entry) for entry in entries or []]
     except Exception as exc:  # torn JSON, or Hadoop's checksum of a torn file
         raise TerminalError(
             f"{path} cannot be read ({exc}). It lists the tables parked after a failure, whose records wait in "

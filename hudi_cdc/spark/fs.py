@@ -7,6 +7,8 @@ cluster's credentials and file system settings apply to it too.
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,6 +48,51 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         stream.close()
 
 
+ASIDE_SUFFIX = ".new"
+
+
+def replace_text(spark: SparkSession, path: str, text: str) -> None:
+    """Replace a small text file that others read while it changes (a job's state beside its checkpoint).
+
+    Written aside, then moved over the old one, so a reader or a crash never meets a half-written
+    file: `write_text` truncates first, and a reader between that and the write read nothing. A
+    crash between the delete and the move leaves only the aside copy, whole; `read_replaced_json`
+    reads it.
+    """
+    write_text(spark, path + ASIDE_SUFFIX, text)
+    delete(spark, path)
+    rename(spark, path + ASIDE_SUFFIX, path)
+
+
+def read_replaced_json(spark: SparkSession, path: str, *, attempts: int = 5) -> Any:
+    """The JSON value of a file kept by `replace_text`, or None when there is none.
+
+    Raises:
+        ValueError, Py4JJavaError: the file stays unreadable (torn JSON, a failed checksum) for
+            `attempts` looks; the last look's error.
+    """
+    looks = (path, path + ASIDE_SUFFIX, path)
+    missed = 0
+    for attempt in range(1, attempts + 1):
+        try:
+            # a reader between the writer's delete and its move finds the aside copy; one that then
+            # lands after the move finds the file again on a second look
+            text = next((t for t in (read_text(spark, look) for look in looks) if t is not None), None)
+            if text is None:
+                missed += 1
+                if missed < 2:  # a second round, as one can fall in the gaps of a writer that is quick about it
+                    continue
+                return None
+            return json.loads(text)
+        except Exception:
+            # the aside copy of the next replace, still being written, or on a local file system the
+            # moved file read beside its old checksum: the writer is done within moments
+            if attempt == attempts:
+                raise
+            time.sleep(0.05 * attempt)
+    return None
+
+
 def create_text(spark: SparkSession, path: str, text: str) -> bool:
     """Create a small text file only if none exists (one atomic create); False when one did."""
     fs, target = open_fs(spark, path)
@@ -78,7 +125,12 @@ def read_text(spark: SparkSession, path: str) -> str | None:
     fs, target = open_fs(spark, path)
     if not fs.exists(target):
         return None
-    stream = fs.open(target)
+    try:
+        stream = fs.open(target)
+    except Exception as exc:  # py4j wraps it: the file went between the look and the open
+        if "FileNotFoundException" in str(exc):
+            return None
+        raise
     try:
         reader = gateway.java.io.BufferedReader(gateway.java.io.InputStreamReader(stream))
         lines = []

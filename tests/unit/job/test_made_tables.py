@@ -67,13 +67,13 @@ def test_a_template_makes_its_tables_as_their_records_arrive(
     config = _config(tmp_path)
     catalog = TableCatalog(spark, config)
     written: list[str] = []
-    write_text = catalog_module.fs.write_text
+    replace_text = catalog_module.fs.replace_text
 
     def counted(session: SparkSession, path: str, text: str) -> None:
         written.append(path)
-        write_text(session, path, text)
+        replace_text(session, path, text)
 
-    monkeypatch.setattr(catalog_module.fs, "write_text", counted)
+    monkeypatch.setattr(catalog_module.fs, "replace_text", counted)
     batch = _batch(spark, {
         "shop.inv.stock": [_change("a", 1, 5, 1000), _change("a", 2, 7, 1001), _change("a", 1, 6, 1002)],
         "shop.inv.bins": [_change("b", 3, 1, 1000)],

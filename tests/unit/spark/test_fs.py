@@ -1,0 +1,60 @@
+"""Small files beside the checkpoint that a job replaces while others read them."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hudi_cdc.spark import fs
+
+
+def test_a_reader_never_meets_a_half_replaced_file(spark: SparkSession, tmp_path: Path) -> None:
+    # `hudi-cdc status` reads the metastore sync state while the running job rewrites it every batch
+    path = str(tmp_path / "cp_hive_sync.json")
+    fs.replace_text(spark, path, json.dumps({"n": 0}))
+    done = threading.Event()
+    seen: list[dict[str, int] | None] = []
+    failures: list[Exception] = []
+
+    def read_while_written() -> None:
+        while not done.is_set():
+            try:
+                seen.append(fs.read_replaced_json(spark, path))
+            except Exception as exc:
+                failures.append(exc)
+
+    reader = threading.Thread(target=read_while_written)
+    reader.start()
+    try:
+        for n in range(1, 150):
+            fs.replace_text(spark, path, json.dumps({"n": n, "pad": "x" * 2_000}))
+    finally:
+        done.set()
+        reader.join()
+    assert not failures, failures[:1]
+    assert len(seen) > 20, "the reader hardly ran beside the writer"
+    numbers = [state["n"] for state in seen if state is not None]
+    assert len(numbers) == len(seen), "a reader found no file while it was being replaced"
+    assert set(numbers) <= set(range(150)) and len(set(numbers)) > 5
+    assert fs.read_replaced_json(spark, path)["n"] == 149
+
+
+def test_a_crash_between_the_delete_and_the_move_leaves_the_aside_copy_to_read(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "catalog.json"
+    fs.replace_text(spark, str(path), "[1]\n")
+    path.rename(str(path) + fs.ASIDE_SUFFIX)
+    assert fs.read_replaced_json(spark, str(path)) == [1]
+    fs.replace_text(spark, str(path), "[2]\n")
+    assert fs.read_replaced_json(spark, str(path)) == [2] and not Path(str(path) + fs.ASIDE_SUFFIX).exists()
+    assert fs.read_replaced_json(spark, str(tmp_path / "none.json")) is None
+
+
+def test_a_file_that_stays_torn_is_an_error_after_a_few_looks(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "parked.json"
+    path.write_text('[{"table": "orders", "cau')
+    with pytest.raises(ValueError):
+        fs.read_replaced_json(spark, str(path), attempts=2)
