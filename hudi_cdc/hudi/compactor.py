@@ -18,7 +18,7 @@ from hudi_cdc.hoodie_keys import (
     WRITE_TABLE_VERSION,
 )
 from hudi_cdc.hudi.retention import archival_options
-from hudi_cdc.hudi.table import has_metadata_table
+from hudi_cdc.hudi.table import keeps_metadata_table
 from hudi_cdc.hudi.table_options import index_options, write_options
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = Fal
         # (Hudi's HoodieTable.deleteMetadataIndexIfNecessary): the same index settings as the writer
         **index_options(table),
         # the writer's choice of metadata table: Hudi's default would make one for a table kept without
-        METADATA_TABLE: write_options(table, has_metadata_table=has_metadata_table(spark, table.base_path))[METADATA_TABLE],
+        METADATA_TABLE: write_options(table, has_metadata_table=keeps_metadata_table(spark, table))[METADATA_TABLE],
     }
     # the procedure splits its `options` on commas: a value with one (a composite key's fields)
     # goes through the session's conf, which the procedure reads just below its options

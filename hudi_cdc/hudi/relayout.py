@@ -38,7 +38,7 @@ from hudi_cdc.errors import RelayoutError
 from hudi_cdc.events import HOODIE_IS_DELETED
 from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT
 from hudi_cdc.hudi import writer
-from hudi_cdc.hudi.table import has_metadata_table, latest_commit, read_table, table_exists
+from hudi_cdc.hudi.table import keeps_metadata_table, latest_commit, read_table, table_exists
 from hudi_cdc.hudi.table_options import index_layout, trailing_columns, write_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.spark import fs
@@ -115,7 +115,7 @@ def relayout(spark: SparkSession, table: TableConfig, *, step: Callable[[str], N
             table,
             operation=OPERATION_BULK_INSERT,
             parallelism=spark.sparkContext.defaultParallelism,
-            has_metadata_table=has_metadata_table(spark, base),
+            has_metadata_table=keeps_metadata_table(spark, table),
         ),
         commit_metadata=committed | {INDEX_KEY: index_layout(table)},
         trailing_columns=trailing_columns(table),

@@ -13,8 +13,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.hoodie_keys import DATA_SKIPPING
 from hudi_cdc.hudi.prepped import META_COLUMNS
+from hudi_cdc.hudi.table_options import metadata_table_kept
 from hudi_cdc.spark import fs
 from hudi_cdc.spark.session import hadoop_conf, jvm
 
@@ -27,6 +29,12 @@ def table_exists(spark: SparkSession, base_path: str) -> bool:
 def has_metadata_table(spark: SparkSession, base_path: str) -> bool:
     """Whether the Hudi table at `base_path` has a metadata table (`.hoodie/metadata`)."""
     return fs.exists(spark, base_path.rstrip("/") + "/.hoodie/metadata")
+
+
+def keeps_metadata_table(spark: SparkSession, table: TableConfig) -> bool:
+    """Whether the next commit to `table` keeps Hudi's metadata table: by `metadata_table_kept`'s
+    rule, or because the table has one already (asked of the file system only when the rule says no)."""
+    return metadata_table_kept(table, has_one=False) or has_metadata_table(spark, table.base_path)
 
 
 def latest_commit(spark: SparkSession, base_path: str) -> str | None:

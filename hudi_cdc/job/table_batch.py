@@ -45,11 +45,10 @@ from hudi_cdc.fold.stored_state import (
 from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally
 from hudi_cdc.hudi import prepped, relayout, timeline, writer
 from hudi_cdc.hudi.schema_check import check, source_types_after
-from hudi_cdc.hudi.table import has_metadata_table, read_keys, read_table
+from hudi_cdc.hudi.table import keeps_metadata_table, read_keys, read_table
 from hudi_cdc.hudi.table_options import (
     index_layout,
     key_lookup_options,
-    metadata_table_kept,
     trailing_columns,
     write_options,
 )
@@ -204,18 +203,13 @@ def _write(
             table.name,
             written.unlocated,
         )
-    # an existing metadata table is kept; the rule decides for a new table (one file-system call)
-    has_metadata = (
-        table_exists
-        and not metadata_table_kept(table, has_one=False)
-        and has_metadata_table(spark, table.base_path)
-    )
     options = write_options(
         table,
         operation=operation,
         parallelism=spark.sparkContext.defaultParallelism,
         prepped=located,
-        has_metadata_table=has_metadata,
+        # a new table has none to keep: the rule alone decides, without asking the file system
+        has_metadata_table=table_exists and keeps_metadata_table(spark, table),
     )
     commit: WriteResult = writer.write(
         rows_to_write(folded.rows, schema, table, located=located),
