@@ -1,8 +1,8 @@
 """The snapshot ledger on the warehouse's file system (local, HDFS, S3), through Hadoop FS.
 
 Each write creates the next numbered file (`ledger-000007.json`) with an exclusive create and
-never rewrites one: a reader sees a whole ledger or the previous one, and of two commands that
-write at once exactly one succeeds (the other gets `LedgerConflict`). The files before the
+never rewrites one: of two commands that write at once exactly one succeeds (the other gets
+`LedgerConflict`), and a reader that meets a ledger still being written reads it again. The files before the
 newest stay as the relay's history.
 """
 
@@ -58,10 +58,11 @@ def load(spark: SparkSession, folder: str) -> tuple[Ledger | None, int]:
     if not numbers:
         return None, 0
     newest = max(numbers)
-    text = fs.read_text(spark, _path(folder, newest))
-    if text is None:  # pragma: no cover - listed a moment ago; only a concurrent delete gets here
+    # a ledger just created by a concurrent `save` may still be empty on HDFS or a local disk
+    ledger = fs.read_settled(spark, (_path(folder, newest),), Ledger.model_validate_json)
+    if ledger is None:  # pragma: no cover - listed a moment ago; only a concurrent delete gets here
         raise LedgerConflict(_path(folder, newest))
-    return Ledger.model_validate_json(text), newest
+    return ledger, newest
 
 
 def save(spark: SparkSession, folder: str, ledger: Ledger, *, after: int) -> int:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.locations import PathKind
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.spark.session import error_summary, hadoop_conf, jvm
+
+T = TypeVar("T")
 
 
 def open_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
@@ -71,22 +73,33 @@ def read_replaced_json(spark: SparkSession, path: str, *, attempts: int = 5) -> 
         ValueError, Py4JJavaError: the file stays unreadable (torn JSON, a failed checksum) for
             `attempts` looks; the last look's error.
     """
-    looks = (path, path + ASIDE_SUFFIX, path)
+    # a reader between the writer's delete and its move finds the aside copy; one that then lands
+    # after the move finds the file again on a second look
+    return read_settled(spark, (path, path + ASIDE_SUFFIX, path), json.loads, attempts=attempts)
+
+
+def read_settled(
+    spark: SparkSession, looks: Sequence[str], parse: Callable[[str], T], *, attempts: int = 5
+) -> T | None:
+    """`parse` of the first of `looks` that exists, read again while a writer may still be at it;
+    None when none exists (on two rounds of looks, as one can fall in a quick writer's gaps).
+
+    Raises:
+        Exception: `parse`'s or the read's error, when the file stays unreadable for `attempts` looks.
+    """
     missed = 0
     for attempt in range(1, attempts + 1):
         try:
-            # a reader between the writer's delete and its move finds the aside copy; one that then
-            # lands after the move finds the file again on a second look
             text = next((t for t in (read_text(spark, look) for look in looks) if t is not None), None)
             if text is None:
                 missed += 1
-                if missed < 2:  # a second round, as one can fall in the gaps of a writer that is quick about it
+                if missed < 2:
                     continue
                 return None
-            return json.loads(text)
+            return parse(text)
         except Exception:
-            # the aside copy of the next replace, still being written, or on a local file system the
-            # moved file read beside its old checksum: the writer is done within moments
+            # a file still being written (created empty, or the aside copy of the next replace), or
+            # on a local file system a moved file read beside its old checksum: done within moments
             if attempt == attempts:
                 raise
             time.sleep(0.05 * attempt)

@@ -58,3 +58,16 @@ def test_a_file_that_stays_torn_is_an_error_after_a_few_looks(spark: SparkSessio
     path.write_text('[{"table": "orders", "cau')
     with pytest.raises(ValueError):
         fs.read_replaced_json(spark, str(path), attempts=2)
+
+
+def test_a_file_created_empty_is_read_once_its_writer_is_done(spark: SparkSession, tmp_path: Path) -> None:
+    # a snapshot ledger is created exclusively, then written: `snapshot status` may list it in between
+    path = tmp_path / "ledger-000002.json"
+    path.write_text("")
+    writer = threading.Timer(0.15, lambda: path.write_text('{"runs": 2}'))
+    writer.start()
+    try:
+        assert fs.read_settled(spark, (str(path),), json.loads) == {"runs": 2}
+    finally:
+        writer.join()
+    assert fs.read_settled(spark, (str(tmp_path / "ledger-000003.json"),), json.loads) is None
