@@ -3,6 +3,7 @@
     python -m devkit.bench.warm                    # 2,000 loaded rows, 14 batches of 250 updates
     python -m devkit.bench.warm --batches 20 --profile
     python -m devkit.bench.warm --tables 5 --batches 6   # every batch updates 5 tables
+    python -m devkit.bench.warm --tables 2 --idle-tables 60   # also 60 tables that get no record after the load
     python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
     python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
     python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=14, help=f"update batches; the first {WARM_UP} are left out")
     parser.add_argument("--profile", action="store_true", help="print hudi_cdc's functions by cumulative time")
     parser.add_argument("--tables", type=int, default=1, help="tables (one topic each); every batch updates each")
+    parser.add_argument("--idle-tables", type=int, default=0,
+                        help="more tables, loaded with 10 rows each and then sent nothing (what an idle table costs a batch)")
     parser.add_argument("--threads", action="store_true", help="print the JVM's CPU by thread kind over the warm batches")
     parser.add_argument("--hoodie-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a Hudi write option for every table (repeatable)")  # fmt: skip
@@ -90,18 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     ui = {"spark.ui.enabled": "true", "spark.ui.port": "0"} if args.list_jobs else {}
     spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]", **ui})
     spark.sparkContext.setLogLevel("ERROR")
-    sources = [SOURCE] if args.tables == 1 else [source(f"t{i}") for i in range(args.tables)]
+    sources = [SOURCE] if args.tables == 1 and not args.idle_tables else [source(f"t{i}") for i in range(args.tables)]
+    idle = [source(f"idle{i}") for i in range(args.idle_tables)]
     config = parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
         "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
-        "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)],
+        "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)]
+                  + [{"topic": t.topic, "table": f"idle_{i}"} for i, t in enumerate(idle)],
         "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}"),
                     "prepped_writes": args.prepped == "on",
                     "hoodie_options": dict(option.split("=", 1) for option in args.hoodie_option + (args.ab_option if i % 2 else []))}
-                   for i in range(len(sources))],
+                   for i in range(len(sources))]
+                  + [{"name": f"idle_{i}", "key": ["id"], "base_path": str(root / f"idle_{i}")} for i in range(len(idle))],
     })  # fmt: skip
     offsets, me = KafkaRows(spark), psutil.Process()
     load = [(t.topic, r) for t in sources for r in records(t, snapshot_changes(args.rows))]
+    load += [(t.topic, r) for t in idle for r in records(t, snapshot_changes(10))]
     run_batch(offsets.rows(load), BatchContext(config=config, batch_id=0))
     updates = [records(t, update_changes(args.batch * args.batches, args.rows)) for t in sources]
     profiler = cProfile.Profile()
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             listed_from = time.time()
         metrics = run_batch(raw, BatchContext(config=config, batch_id=batch_id))
         if warm:
-            for table in metrics.tables:
+            for table in (t for t in metrics.tables if t.table.startswith("accounts_")):
                 commits[int(table.table.rsplit("_", 1)[1]) % 2 == 1].append(table.commit_seconds or 0.0)
         if warm and args.profile:
             profiler.disable()
@@ -136,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     spark.stop()
     tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
+    tables += f", beside {args.idle_tables} idle tables" if args.idle_tables else ""
     print(f"{len(cpu)} warm batches of {args.batch} updates into {args.rows:,} rows{tables}: CPU {sum(cpu):.1f} s in all "
           f"(median {statistics.median(cpu):.2f} s a batch), wall median {statistics.median(wall):.2f} s")  # fmt: skip
     print("CPU s of each warm batch: " + ", ".join(f"{c:.1f}" for c in cpu))
