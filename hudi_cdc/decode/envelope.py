@@ -72,6 +72,11 @@ class KnownEnvelopes:
             first, self._sampled = not self._sampled and not self._texts, True
             return first
 
+    def count_sampled(self, records: int) -> None:
+        """Add to `sampled_records` (batches of several queries may sample at once)."""
+        with self._lock:
+            self.sampled_records += records
+
     def learn(self, schemas: Mapping[str, Sequence[str]]) -> None:
         """Remember each table's schema texts (most used first), ahead of the ones known before."""
         with self._lock:
@@ -110,7 +115,7 @@ def sampled_schemas(records: DataFrame, read: Column, table_column: str, rows: i
     decoder = json.JSONDecoder()
     found: dict[str, list[str]] = {}
     sample = records.filter(read & F.col("value").isNotNull()).select(table_column, "value").limit(rows).collect()
-    KNOWN.sampled_records += len(sample)
+    KNOWN.count_sampled(len(sample))
     for row in sample:
         text = bytes(row["value"]).decode("utf-8", errors="replace")
         if not text.startswith(_OPENING):
