@@ -258,6 +258,20 @@ def state_path(checkpoint_dir: str) -> str:
 
 
 def read_state(spark: SparkSession, path: str) -> dict[str, Any]:
-    """The sync state file written by a running job, or {} if there is none."""
-    data: dict[str, Any] | None = fs.read_replaced_json(spark, path)
+    """The sync state file written by a running job, or {} if there is none or it cannot be read.
+
+    Only `status` reads it, and its sync columns are advice: a file that stays torn (a crash on a
+    file system without atomic moves) leaves them empty, with a warning, rather than failing the
+    command that operators run to find out what is wrong.
+    """
+    try:
+        data: dict[str, Any] | None = fs.read_replaced_json(spark, path)
+    except Exception as exc:
+        log.warning(
+            "%s cannot be read (%s): the metastore sync columns are left empty; the running job rewrites it "
+            "after its next batch, or delete it and the job syncs every table again at its next start",
+            path,
+            error_summary(exc),
+        )
+        return {}
     return data or {}

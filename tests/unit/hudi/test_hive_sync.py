@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 import pydantic
 import pytest
+from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import HiveSync, TableConfig
 from hudi_cdc.hudi import hive_sync
@@ -89,3 +91,19 @@ def test_a_saved_state_reads_back_and_ignores_keys_it_does_not_know() -> None:
     state = SyncState(synced_commit="20261129054409215", pending_commit="20261129054416296", failed_attempts=2)
     assert SyncState.from_saved(asdict(state) | {"retired_field": 1}) == state
     assert SyncState.from_saved({}) == SyncState()
+
+
+def test_status_reads_the_sync_state_and_a_torn_one_only_empties_its_columns(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = hive_sync.state_path(str(tmp_path / "cp"))
+    assert hive_sync.read_state(spark, path) == {}
+    sync = hive_sync.MetastoreSync(URI, path)
+    sync.note_commit(_table(), "20261129054416296")
+    sync._save(spark)
+    assert hive_sync.read_state(spark, path)["orders"]["pending_commit"] == "20261129054416296"
+    Path(path).write_text('{"orders": {"pend')
+    Path(path).with_name(f".{Path(path).name}.crc").unlink(missing_ok=True)
+    with caplog.at_level("WARNING"):
+        assert hive_sync.read_state(spark, path) == {}
+    assert "cannot be read" in caplog.text and path in caplog.text
