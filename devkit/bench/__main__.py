@@ -70,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=5_000, help="maxOffsetsPerTrigger of every job")
     parser.add_argument("--load-batch", type=int, default=50_000,
                         help="maxOffsetsPerTrigger of the untimed loads of tables no snapshot case provides")  # fmt: skip
+    parser.add_argument("--load-by", choices=("kafka", "generate"), default="kafka",
+                        help="how update cases' starting tables are loaded: by each job from a topic of snapshot reads "
+                             "in batches of --load-batch, or by one bulk insert of generated rows (10M rows in minutes)")
     parser.add_argument("--smoke", action="store_true", help=f"tiny sizes and one case ({SMOKE})")
     parser.add_argument("--profile", action="store_true", help="keep Spark event logs of the hudi_cdc jobs, print where time goes")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -130,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
                         spark_conf=_settings(args.spark_conf, "--spark-conf"), index=args.index,
                         buckets=args.buckets, prepped_writes=args.prepped == "on", hoodie_options=_settings(args.hoodie_option, "--hoodie-option"),
-                        min_partitions=args.min_partitions)  # fmt: skip
+                        min_partitions=args.min_partitions, load_by=args.load_by)  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

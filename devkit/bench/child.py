@@ -7,6 +7,8 @@ The spec's `kind` says what to do:
 - `continuous`: run hudi_cdc or the plain job continuously (the freshness bench,
   `devkit.bench.freshness`): after every batch append a line to the spec's `batches` file
   (`BatchLines`), and stop the query once the spec's `stop` file exists;
+- `generate`: build one job's loaded table by a bulk insert of generated rows (`generated`,
+  `--load-by generate`);
 - `verify`: the honesty check: the hudi_cdc and the plain Hudi table of each topic hold the
   same source columns row for row, and the rows the source holds (exit 3 otherwise; see `verify`).
 
@@ -344,6 +346,17 @@ def verify_pair(spark: SparkSession, pair: dict[str, str], truth: DataFrame, exp
     }
 
 
+def generate(spec: dict[str, Any]) -> dict[str, Any]:
+    """One job's loaded table, built by `generated.build`."""
+    from devkit.bench import generated
+
+    spark = start_spark("bench-generate", None, spec.get("spark_conf"))
+    try:
+        return generated.build(spark, JobSpec(**spec["job"]), spec["rows"])
+    finally:
+        stop_spark(spark)
+
+
 def main() -> None:
     spec_path, result_path = Path(sys.argv[1]), Path(sys.argv[2])
     spec = json.loads(spec_path.read_text())
@@ -355,8 +368,10 @@ def main() -> None:
         result = run_continuous(spec)
     elif spec["kind"] == "verify":
         result = verify(spec)
+    elif spec["kind"] == "generate":
+        result = generate(spec)
     else:
-        raise SystemExit(f"unknown kind {spec['kind']!r}; valid: job, continuous, verify")
+        raise SystemExit(f"unknown kind {spec['kind']!r}; valid: job, continuous, verify, generate")
     result_path.write_text(json.dumps(result, indent=2))
     if spec["kind"] == "verify" and not (result["equal"] and result["matches_source"]):
         sys.exit(EXIT_DIFFERENT)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from confluent_kafka import Producer
 
@@ -29,7 +29,7 @@ from devkit.bench.child import EXIT_DIFFERENT
 from devkit.bench.jobs import JobSpec
 from devkit.bench.measure import TreeUsage, run_measured
 from devkit.bench.report import JOBS, CaseResult, JobResult
-from devkit.bench.workloads import Case, Load, final_versions, records, snapshot_changes, source
+from devkit.bench.workloads import Case, Load, final_versions, load_topic, records, snapshot_changes, source
 from devkit.debezium import KafkaRecord
 from devkit.services.kafka import LocalKafka
 from hudi_cdc.config.models import IndexKind
@@ -64,6 +64,9 @@ class Settings:
     """The tables' `hoodie_options` (file sizing...); the plain job writes with them too."""
     min_partitions: int | None = None
     """`kafka.min_partitions` of every job and load (the topics have one partition)."""
+    load_by: Literal["kafka", "generate"] = "kafka"
+    """How a case's starting table is loaded: by each job from a topic of snapshot reads, or by
+    one bulk insert of generated rows (`devkit.bench.generated`; no load topic is produced)."""
 
 
 @dataclass
@@ -181,6 +184,14 @@ class Run:
         topic = load_topic(load.rows)
         for job in ("hudi_cdc", "plain"):
             spec = self._job_spec(job, [topic], load_dir, load.type, load.partitioned, self.settings.load_batch)
+            if self.settings.load_by == "generate":
+                request = {"kind": "generate", "job": asdict(spec), "rows": load.rows, "spark_conf": self.settings.spark_conf}
+                _, usage = self.child(request, load_dir / f"{job}-run")
+                print(f"  load {load.name} {job}: {load.rows:,} generated rows, one bulk insert, {usage.wall_s:.1f} s "
+                      f"wall, {usage.cpu_s:.1f} CPU s (untimed)")  # fmt: skip
+                self.load_costs.append({"load": load.name, "job": job, "generated_rows": load.rows,
+                                        "wall_s": round(usage.wall_s, 1), "cpu_s": round(usage.cpu_s, 1)})  # fmt: skip
+                continue
             child, usage = self.child(self._request(spec), load_dir / f"{job}-run")
             cost = JobResult.of(child, usage)
             print(f"  load {load.name} {job}: {cost.events} events, {cost.wall_s:.1f} s wall, {cost.cpu_s:.1f} CPU s (untimed)")
@@ -241,10 +252,6 @@ def root_cause(log: str) -> str:
     return (causes[-1] if causes else lines[-1] if lines else "no log")[:300]
 
 
-def load_topic(rows: int) -> str:
-    return source(f"rows_{rows}").topic
-
-
 def child_env() -> dict[str, str]:
     """The environment of a child: this checkout first on the path, the same build folder and Java."""
     from devkit import build_dir
@@ -284,6 +291,8 @@ def prepare_topics(kafka: LocalKafka, cases: list[Case], settings: Settings) -> 
     """Create and fill the topic of every case and of every load no snapshot case provides."""
     provided = {Load(c.expected_rows, c.type, c.partitioned) for c in cases if c.workload == "snapshot"}
     load_rows = sorted({c.start.rows for c in cases if c.start is not None and c.start not in provided})
+    if settings.load_by == "generate":
+        load_rows = []  # built without Kafka
     topics: dict[str, Iterable[KafkaRecord]] = {}
     for rows in load_rows:
         topics[load_topic(rows)] = records(source(f"rows_{rows}"), snapshot_changes(rows))

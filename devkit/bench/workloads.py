@@ -101,6 +101,11 @@ def mixed_changes(changes: int, rows: int) -> Iterator[Change]:
         yield "u", key, i + 1
 
 
+def load_topic(rows: int) -> str:
+    """The topic of the snapshot reads a loaded table of `rows` rows is loaded from."""
+    return source(f"rows_{rows}").topic
+
+
 def records(table: DebeziumTable, changes: Iterable[Change]) -> Iterator[KafkaRecord]:
     """The Debezium records of `changes`, in order; a delete is followed by its tombstone.
 
