@@ -42,11 +42,15 @@ from hudi_cdc import events
 from hudi_cdc.commit.metrics import COUNTED
 from hudi_cdc.commit.offsets import KafkaRange, commit_metadata
 from hudi_cdc.commit.progress import Mark, Progress
-from hudi_cdc.hoodie_keys import OPERATION
+from hudi_cdc.hoodie_keys import OPERATION, PARALLELISM_KEYS
 from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.table_options import index_layout, trailing_columns, write_options
 
 BULK_INSERT = "bulk_insert"
+ROWS_PER_TASK = 500_000
+"""Rows each task of a build writes: one file of about 29 MB, as the two files of a 1M-row load
+through Kafka in one batch hold, so tables of every size have files of one size. It also bounds
+the record-level index entries one task makes: 5M in a task exhausted a 4 GB driver."""
 
 _SOURCE_FIELDS = [
     StructField("id", LongType()),
@@ -74,11 +78,12 @@ PLAIN_SCHEMA = StructType(
 )
 
 
-def source_rows(spark: SparkSession, rows: int) -> DataFrame:
-    """`workloads.row(key, 0)` of keys 0..rows-1, with `pos`, the key's snapshot position (k + 1)."""
+def source_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
+    """`workloads.row(key, 0)` of keys 0..rows-1, with `pos`, the key's snapshot position (k + 1),
+    in `partitions` ranges of consecutive keys."""
     key = F.col("id")
     t0_us = epoch_micros(_T0)
-    return spark.range(rows).select(
+    return spark.range(0, rows, 1, partitions).select(
         key.alias("id"),
         F.concat(F.lit("owner-"), key).alias("owner"),
         F.format_string("user%d.v0@example.com", key).alias("email"),
@@ -155,8 +160,8 @@ def first_commit_metadata(spec: JobSpec, rows: int) -> dict[str, str]:
 def build(spark: SparkSession, spec: JobSpec, rows: int) -> dict[str, Any]:
     """Write `spec.job`'s table of `rows` loaded rows at `spec.table_path` with one bulk insert."""
     ((_, table),) = spec.tables()
-    source = source_rows(spark, rows)
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = max(spark.sparkContext.defaultParallelism, -(-rows // ROWS_PER_TASK))
+    source = source_rows(spark, rows, parallelism)
     began = dt.datetime.now(dt.UTC)
     if spec.job == "hudi_cdc":
         result = writer.write(
@@ -171,7 +176,7 @@ def build(spark: SparkSession, spec: JobSpec, rows: int) -> dict[str, Any]:
         )
         commit = result.commit_time
     elif spec.job == "plain":
-        options = plain_options(table) | {OPERATION: BULK_INSERT}
+        options = plain_options(table) | {OPERATION: BULK_INSERT} | dict.fromkeys(PARALLELISM_KEYS, str(parallelism))
         plain_rows(source).write.format("hudi").options(**options).mode("append").save(table.base_path)
         commit = None
     else:
