@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 )
 
 from devkit.bench.jobs import JobSpec, hudi_cdc_config, plain_options
-from devkit.bench.workloads import _T0, _T0_MS, PARTITION_COLUMN, REGIONS, load_topic
+from devkit.bench.workloads import PARTITION_COLUMN, REGIONS, T0, T0_MS, load_topic
 from devkit.debezium import epoch_micros
 from hudi_cdc import events
 from hudi_cdc.commit.metrics import COUNTED
@@ -82,7 +82,7 @@ def source_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
     """`workloads.row(key, 0)` of keys 0..rows-1, with `pos`, the key's snapshot position (k + 1),
     in `partitions` ranges of consecutive keys."""
     key = F.col("id")
-    t0_us = epoch_micros(_T0)
+    t0_us = epoch_micros(T0)
     return spark.range(0, rows, 1, partitions).select(
         key.alias("id"),
         F.concat(F.lit("owner-"), key).alias("owner"),
@@ -106,7 +106,7 @@ def hudi_cdc_rows(source: DataFrame) -> DataFrame:
         *[F.col(field.name) for field in _SOURCE_FIELDS],
         F.lit(events.Op.READ.value).alias(events.OP),
         _order(key).alias(events.ORDER),
-        (F.lit(_T0_MS) + key).alias(events.TS_MS),
+        (F.lit(T0_MS) + key).alias(events.TS_MS),
         F.format_string("mysql-bin.000001:%d:0", F.col("pos")).alias(events.SOURCE),
         F.current_timestamp().alias(events.INGESTED_AT),
         F.create_map().cast("map<string,string>").alias(events.COLUMN_ORDERS),
@@ -145,7 +145,7 @@ def first_commit_metadata(spec: JobSpec, rows: int) -> dict[str, str]:
     """What hudi_cdc's first commit of a one-batch load of `rows` snapshot reads records."""
     topic = load_topic(rows)
     counts = {name: 0 for name in COUNTED} | {"read": rows, "applied": rows}
-    marks = {topic: {"0": Mark(ts_ms=_T0_MS + rows - 1, offset=rows - 1)}}
+    marks = {topic: {"0": Mark(ts_ms=T0_MS + rows - 1, offset=rows - 1)}}
     ((_, table),) = spec.tables()
     return commit_metadata(
         job=hudi_cdc_config(spec).job.name,

@@ -38,8 +38,10 @@ COLUMNS = [
 SOURCE = DebeziumTable(server="bench", database="shop", table="accounts", key=[KEY], columns=COLUMNS)
 """The table of `events()` (the decode benchmark `make bench-avro` uses it)."""
 
-_T0 = dt.datetime(2026, 11, 1)
-_T0_MS = 1_790_000_000_000
+T0 = dt.datetime(2026, 11, 1)
+"""`updated_at` of key 0 as loaded (key k: T0 + k seconds)."""
+T0_MS = 1_790_000_000_000
+"""`source.ts_ms` of the snapshot read of key 0 (key k: T0_MS + k)."""
 _CHANGE_POS = 100_000_000
 """First binlog position of changes: above every load position (loads are at most 10M rows)."""
 _SEED = 20261124
@@ -57,7 +59,7 @@ def row(key: int, version: int) -> dict[str, object]:
         "owner": f"owner-{key}",
         "email": f"user{key}.v{version}@example.com",
         "balance": Decimal((key * 7919 + version * 31) % 10_000_000) / 100,
-        "updated_at": _T0 + dt.timedelta(seconds=key + version),
+        "updated_at": T0 + dt.timedelta(seconds=key + version),
         PARTITION_COLUMN: REGIONS[key % len(REGIONS)],  # never changes: a key stays in its partition
     }
 
@@ -114,10 +116,10 @@ def records(table: DebeziumTable, changes: Iterable[Change]) -> Iterator[KafkaRe
     for op, key, version in changes:
         image = row(key, version)
         if op == "r":
-            yield table.change("r", after=image, file="mysql-bin.000001", pos=1 + key, ts_ms=_T0_MS + key)
+            yield table.change("r", after=image, file="mysql-bin.000001", pos=1 + key, ts_ms=T0_MS + key)
             continue
         i = version - 1
-        pos, ts_ms = _CHANGE_POS + i, _T0_MS + 10**9 + i
+        pos, ts_ms = _CHANGE_POS + i, T0_MS + 10**9 + i
         if op == "d":
             yield table.change("d", before=image, file="mysql-bin.000002", pos=pos, ts_ms=ts_ms)
             yield table.tombstone({KEY: key})
