@@ -36,6 +36,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
+from devkit.bench import generated
 from devkit.bench.jobs import JobSpec, run_job
 from devkit.bench.jobs import run_continuous as run_continuous_job
 from devkit.bench.measure import tree_cpu_seconds, tree_rss_bytes
@@ -348,8 +349,6 @@ def verify_pair(spark: SparkSession, pair: dict[str, str], truth: DataFrame, exp
 
 def generate(spec: dict[str, Any]) -> dict[str, Any]:
     """One job's loaded table, built by `generated.build`."""
-    from devkit.bench import generated
-
     spark = start_spark("bench-generate", None, spec.get("spark_conf"))
     try:
         return generated.build(spark, JobSpec(**spec["job"]), spec["rows"])

@@ -5,7 +5,8 @@ run one after another while the parent samples the process tree (`measure.run_me
 A case that starts from a loaded table gets a copy of a table loaded once per (rows, table
 type, partitioning) by hudi_cdc and by the plain job: the tables of a snapshot case of that
 size and type when the run has one, else an untimed load in batches of `--load-batch` (its
-costs are kept under `loads` in the JSON). The floor always appends to an empty folder
+costs are kept under `loads` in the JSON), or, with `--load-by generate`, one bulk insert of
+generated rows (`generated`), which builds 10M rows in minutes. The floor always appends to an empty folder
 (appending to Parquet does not read what is there).
 """
 

@@ -6,7 +6,7 @@ nullability, and, for hudi_cdc, the same commit metadata; and hudi_cdc must go o
 its own table. Each job loads 300 snapshot reads from Kafka into one folder and builds them by
 `generated.build` into another.
 
-Deep: about 90 s on 2 cores.
+Deep: about 40 s on 2 cores.
 """
 
 from __future__ import annotations
