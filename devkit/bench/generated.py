@@ -49,8 +49,9 @@ from hudi_cdc.hudi.table_options import index_layout, trailing_columns, write_op
 BULK_INSERT = "bulk_insert"
 ROWS_PER_TASK = 500_000
 """Rows each task of a build writes: one file of about 29 MB, as the two files of a 1M-row load
-through Kafka in one batch hold, so tables of every size have files of one size. It also bounds
-the record-level index entries one task makes: 5M in a task exhausted a 4 GB driver."""
+through Kafka in one batch hold, so tables of every size have files of one size (a bucket table
+has one file per bucket whatever the tasks). It also bounds the record-level index entries one
+task makes: 5M in a task exhausted a 4 GB driver."""
 
 _SOURCE_FIELDS = [
     StructField("id", LongType()),
