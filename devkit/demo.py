@@ -176,7 +176,7 @@ def main() -> None:
         os.environ["HUDI_CDC_RUN"] = str(run_dir)
         config = load_config(CONFIG)
         kafka.create_topics([CUSTOMERS.topic, ORDERS.topic])
-        spark = get_or_create_session(app_name="hudi-cdc-demo")
+        spark = get_or_create_session(app_name="hudi-cdc-demo", hudi_sql=True)  # it compacts too
         spark.sparkContext.setLogLevel("ERROR")
         batches: list[BatchMetrics] = []
         for produce in (first_round, second_round):

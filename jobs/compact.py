@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     configure()
     config = load_config(args.config)
-    spark = job_session(config.job, "compact")
+    spark = job_session(config.job, "compact", hudi_sql=True)
     for table in config.tables:
         if table.type == "MERGE_ON_READ" and (not args.table or table.name in args.table):
             run_compaction(spark, table)

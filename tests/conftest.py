@@ -38,7 +38,9 @@ def spark() -> Iterator[SparkSession]:
     """One local Spark (with the Hudi bundle and Kafka source) shared by every test."""
     from hudi_cdc.spark.session import get_or_create_session
 
-    session = get_or_create_session(app_name="hudi-cdc-tests")
+    # Hudi's SQL: tests compact in this session (a job's own session goes without, as
+    # `hudi-cdc run` starts it; the tests that run the CLI or spark-submit run that one)
+    session = get_or_create_session(app_name="hudi-cdc-tests", hudi_sql=True)
     yield session
     session.stop()
 

@@ -6,6 +6,7 @@
     python -m devkit.bench.warm --tables 2 --idle-tables 60   # also 60 tables that get no record after the load
     python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
     python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
+    python -m devkit.bench.warm --rules [--hudi-sql]   # also Catalyst's time per rule [with Hudi's SQL extension]
     python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
     python -m devkit.bench.warm --tables 8 --ab-option hoodie.metadata.enable=true
                                                    # in-process A/B: odd tables get the option; their commits' wall time compared
@@ -26,6 +27,7 @@ import datetime as dt
 import itertools
 import json
 import pstats
+import re
 import shutil
 import statistics
 import sys
@@ -87,11 +89,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ab-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a Hudi option of the odd-numbered tables only; prints both halves' commit wall time")
     parser.add_argument("--list-jobs", action="store_true", help="print the Spark jobs of the last batch (runs Spark's UI)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the bench's session (repeatable)")
+    parser.add_argument("--hudi-sql", action="store_true",
+                        help="start the session with Hudi's SQL extension and catalog, as `hudi-cdc compact` does")
+    parser.add_argument("--rules", action="store_true",
+                        help="print Catalyst's time per analyzer and optimizer rule over the warm batches")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
     shutil.rmtree(root, ignore_errors=True)
     ui = {"spark.ui.enabled": "true", "spark.ui.port": "0"} if args.list_jobs else {}
-    spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]", **ui})
+    settings = dict(option.split("=", 1) for option in args.spark_conf)
+    spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]", **ui, **settings},
+                                  hudi_sql=args.hudi_sql)
     spark.sparkContext.setLogLevel("ERROR")
     sources = [SOURCE] if args.tables == 1 and not args.idle_tables else [source(f"t{i}") for i in range(args.tables)]
     idle = [source(f"idle{i}") for i in range(args.idle_tables)]
@@ -124,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         warm = batch_id > WARM_UP
         if batch_id == WARM_UP + 1 and args.threads:
             threads_before = jvm_thread_cpu(spark)
+        if batch_id == WARM_UP + 1 and args.rules:
+            _rule_executor(spark).resetMetrics()
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
             profiler.enable()
@@ -141,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             wall.append(time.monotonic() - wall0)
     threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
+    rules = rules_text(spark, batches=len(cpu)) if args.rules else ""
     spark.stop()
     tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
     tables += f", beside {args.idle_tables} idle tables" if args.idle_tables else ""
@@ -156,9 +169,30 @@ def main(argv: list[str] | None = None) -> int:
         print(threads_text(threads, span=f"over the {len(cpu)} warm batches"))
     if jobs:
         print(jobs)
+    if rules:
+        print(rules)
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
+
+
+def _rule_executor(spark: SparkSession) -> Any:
+    """Catalyst's RuleExecutor object, which sums every rule's run time over the JVM's queries."""
+    return spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor  # type: ignore[union-attr]
+
+
+def rules_text(spark: SparkSession, batches: int, top: int = 15) -> str:
+    """Catalyst's time since `resetMetrics`: in all, and the `top` rules by time, per batch."""
+    dump = str(_rule_executor(spark).dumpTimeSpent())
+    total = re.search(r"Total time: ([0-9.]+) seconds", dump)
+    lines = [f"-- Catalyst rules over {batches} warm batches: {total.group(1) if total else '?'} s in all"]
+    # a rule's line: name, effective ns / total ns, effective runs / total runs
+    rows = [line.split() for line in dump.splitlines() if line.startswith("org.apache.spark")]
+    rows.sort(key=lambda row: -float(row[3]))
+    for name, effective, _, spent, runs_effective, _, runs in rows[:top]:
+        lines.append(f"  {float(spent) / 1e9 / batches:7.3f} s a batch  {name.rsplit('.', 1)[-1]}  "
+                     f"(effective {float(effective) / 1e9 / batches:.3f} s; runs {runs_effective} of {runs})")
+    return "\n".join(lines)
 
 
 def jobs_text(spark: SparkSession, group: str, began: float) -> str:

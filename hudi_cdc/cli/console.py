@@ -200,8 +200,8 @@ def compact(config_path: str, tables: tuple[str, ...], as_json: bool) -> None:
     from hudi_cdc.hudi.compactor import run_compaction
     from hudi_cdc.job.catalog import with_made_tables
 
-    config = load_config(config_path)
-    spark = _session(config.job, "compact")
+    config = load_config(config_path, hudi_sql=True)
+    spark = _session(config.job, "compact", hudi_sql=True)
     config = with_made_tables(spark, config)
     _known_tables(config, config_path, tables)
     chosen = [t for t in config.tables if t.type == "MERGE_ON_READ" and (not tables or t.name in tables)]
@@ -399,10 +399,10 @@ def dead_letters_purge(
     output_for(as_json).table("purge (dry run)" if dry_run else "purged", [vars(result)])
 
 
-def _session(job: JobConfig, purpose: str) -> SparkSession:
+def _session(job: JobConfig, purpose: str, *, hudi_sql: bool = False) -> SparkSession:
     from hudi_cdc.spark.session import job_session
 
-    return job_session(job, purpose)
+    return job_session(job, purpose, hudi_sql=hudi_sql)
 
 
 def _config_and_spark(config_path: str, purpose: str) -> tuple[Config, SparkSession]:

@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import TableConfig
+from hudi_cdc.errors import SessionSettingsError
 from hudi_cdc.hoodie_keys import (
     MAX_DELTA_COMMITS,
     MAX_DELTA_SECONDS,
@@ -20,12 +21,23 @@ from hudi_cdc.hoodie_keys import (
 from hudi_cdc.hudi.retention import archival_options
 from hudi_cdc.hudi.table import keeps_metadata_table
 from hudi_cdc.hudi.table_options import index_options, write_options
+from hudi_cdc.spark.session import HUDI_SQL_STATIC_CONF, has_hudi_sql
 
 log = logging.getLogger(__name__)
 
 
 def run_compaction(spark: SparkSession, table: TableConfig, *, force: bool = False) -> dict[str, Any]:
-    """Schedule (when the table's trigger is due, or `force`) and execute compactions of one MOR table."""
+    """Schedule (when the table's trigger is due, or `force`) and execute compactions of one MOR table.
+
+    Raises:
+        SessionSettingsError: `spark` was started without Hudi's SQL, whose procedure this calls
+            (`get_or_create_session(hudi_sql=True)` starts one with it, as `hudi-cdc compact` does).
+    """
+    if not has_hudi_sql(spark):
+        raise SessionSettingsError([
+            f"compaction runs Hudi's SQL procedure: build the session with {key}={value}"
+            for key, value in HUDI_SQL_STATIC_CONF.items()
+        ] + ["or run `hudi-cdc compact` (or jobs/compact.py), whose session has them"])  # fmt: skip
     policy = table.compaction
     options = {
         TRIGGER_STRATEGY: "NUM_COMMITS" if force else policy.strategy,

@@ -29,11 +29,20 @@ REQUIRED_STATIC_CONF = {
 """Settings the job needs that Spark reads only when the session's context starts: a session
 hudi_cdc did not create is checked for them (`SessionSettingsError`), never changed."""
 
-_HUDI_SQL_STATIC_CONF = {
-    # Hudi's SQL (`hudi-cdc compact` calls its procedures); static, so set where hudi_cdc creates the session
-    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+SQL_EXTENSIONS = "spark.sql.extensions"
+HUDI_SQL_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+HUDI_SQL_STATIC_CONF = {
+    SQL_EXTENSIONS: HUDI_SQL_EXTENSION,
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
 }
+"""Hudi's SQL: its statements and procedures (`hudi-cdc compact` calls `run_compaction`) and its
+catalog. Static, so set only where hudi_cdc creates a session that asks for it (`hudi_sql`).
+
+Why not in every session: the extension adds about 15 analyzer and optimizer rules that run over
+every query's plan, and ingestion's plans (decode, fold, counts, Hudi's own writes and reads
+through the DataFrame API) are large. Over warm batches of six small tables they took 0.86 CPU s a
+batch of Catalyst's 2.2 s, and none of them ever changed a plan of ingestion, table creation
+included (docs/performance-journal.md, round 29)."""
 
 JOB_SQL_CONF = {
     # Debezium timestamps are UTC instants; reading them in another zone would shift wall clocks.
@@ -52,7 +61,12 @@ JOB_SQL_CONF = {
 """SQL settings the job's queries need for correct values. Runtime settings: `for_job` sets them in
 the job's own copy of a session, never in the caller's."""
 
-_HUDI_SESSION_CONF = {**REQUIRED_STATIC_CONF, **_HUDI_SQL_STATIC_CONF, **JOB_SQL_CONF}
+
+
+def hudi_session_conf(*, hudi_sql: bool) -> dict[str, str]:
+    """The Hudi settings a session hudi_cdc creates starts with (`hudi_sql`: also Hudi's SQL)."""
+    return {**REQUIRED_STATIC_CONF, **JOB_SQL_CONF, **(HUDI_SQL_STATIC_CONF if hudi_sql else {})}
+
 
 REQUIRED_HADOOP_CONF = {
     # Hudi writes through parquet-avro when it merges (an upsert into a stored file, compaction),
@@ -162,6 +176,7 @@ def get_or_create_session(
     app_name: str = "hudi-cdc",
     master: str | None = None,
     extra_conf: dict[str, str] | None = None,
+    hudi_sql: bool = False,
 ) -> SparkSession:
     """Return the running SparkSession untouched, or create one wired for Hudi.
 
@@ -169,7 +184,8 @@ def get_or_create_session(
     apply the settings below to it, so it is not called; `for_job` checks what the job needs of
     it. A new session gets Hudi's settings and, unless under spark-submit (which decides master,
     jars and resources), local defaults: the jars in $HUDI_CDC_BUILD/jars (if set), local[2],
-    2 shuffle partitions, no UI.
+    2 shuffle partitions, no UI. `hudi_sql`: also Hudi's SQL extension and catalog
+    (`HUDI_SQL_STATIC_CONF`), which compaction needs and ingestion only pays for.
     """
     existing = running_session()
     if existing is not None:
@@ -183,7 +199,7 @@ def get_or_create_session(
             raise MissingJarsError(missing)
         return existing
     builder = SparkSession.builder.appName(app_name)
-    for key, value in _HUDI_SESSION_CONF.items():
+    for key, value in hudi_session_conf(hudi_sql=hudi_sql).items():
         builder = builder.config(key, value)
     # spark-submit's PythonRunner starts this Python on the gateway of the JVM it configured: in
     # client mode, and in YARN's application master in cluster mode, where spark-submit's shell
@@ -308,10 +324,16 @@ def activated(spark: SparkSession) -> Iterator[SparkSession]:
             sessions.clearActiveSession()
 
 
-def job_session(job: JobConfig, purpose: str) -> SparkSession:
+def has_hudi_sql(spark: SparkSession) -> bool:
+    """Was `spark`'s context started with Hudi's SQL extension (`HUDI_SQL_STATIC_CONF`)?"""
+    extensions = spark.sparkContext.getConf().get(SQL_EXTENSIONS) or ""
+    return HUDI_SQL_EXTENSION in [name.strip() for name in extensions.split(",")]
+
+
+def job_session(job: JobConfig, purpose: str, *, hudi_sql: bool = False) -> SparkSession:
     """The session of one of the job's commands (`purpose`: `compact`, `status`...), with the
-    job's Hadoop settings (`job.hadoop_conf`) in force."""
-    spark = get_or_create_session(app_name=f"{job.name}-{purpose}")
+    job's Hadoop settings (`job.hadoop_conf`) in force; `hudi_sql` as `get_or_create_session`'s."""
+    spark = get_or_create_session(app_name=f"{job.name}-{purpose}", hudi_sql=hudi_sql)
     apply_hadoop_conf(spark, job.hadoop_conf)
     return spark
 

@@ -36,7 +36,7 @@ def job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A two-table job file; commands get a stand-in for Spark."""
     path = tmp_path / "job.yaml"
     path.write_text(JOB)
-    monkeypatch.setattr(console, "_session", lambda job, purpose: SimpleNamespace(purpose=purpose))
+    monkeypatch.setattr(console, "_session", lambda job, purpose, hudi_sql=False: SimpleNamespace(purpose=purpose, hudi_sql=hudi_sql))
     return str(path)
 
 
@@ -263,10 +263,16 @@ def test_compact_reports_each_table_as_log_lines_and_keeps_stdout_json(
     job: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr("hudi_cdc.job.catalog.with_made_tables", lambda spark, config: config)
-    monkeypatch.setattr("hudi_cdc.hudi.compactor.run_compaction",
-                        lambda spark, table: {"table": table.name, "compacted": "20261204", "strategy": "NUM_COMMITS"})  # fmt: skip
+    sessions: list[bool] = []
+
+    def compacted(spark: SimpleNamespace, table: TableConfig) -> dict[str, str]:
+        sessions.append(spark.hudi_sql)
+        return {"table": table.name, "compacted": "20261204", "strategy": "NUM_COMMITS"}
+
+    monkeypatch.setattr("hudi_cdc.hudi.compactor.run_compaction", compacted)
     with caplog.at_level(logging.INFO, logger="hudi_cdc.cli.progress"):
         result = invoke("compact", "--config", job, "--json")
+    assert sessions == [True]  # its session has Hudi's SQL, whose procedure compacts
     assert result.exit_code == 0, result.output
     (document,) = envelopes(result)
     assert (document["command"], [r["table"] for r in document["rows"]]) == ("compact", ["orders"])  # the MOR table

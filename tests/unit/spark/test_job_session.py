@@ -8,13 +8,20 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from hudi_cdc.config.models import parse_config
 from hudi_cdc.errors import SessionSettingsError
+from hudi_cdc.hudi.compactor import run_compaction
 from hudi_cdc.spark.session import (
+    HUDI_SQL_EXTENSION,
+    HUDI_SQL_STATIC_CONF,
     JOB_SQL_CONF,
     REQUIRED_HADOOP_CONF,
     REQUIRED_STATIC_CONF,
+    SQL_EXTENSIONS,
     for_job,
     get_or_create_session,
+    has_hudi_sql,
+    hudi_session_conf,
     session_problems,
 )
 
@@ -72,3 +79,43 @@ def test_a_running_session_is_returned_as_it_is(spark: SparkSession, caplog: pyt
         assert "spark.sql.shuffle.partitions not applied" in caplog.text
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
+
+
+def test_hudis_sql_is_in_a_new_session_only_when_asked_for() -> None:
+    without, with_sql = hudi_session_conf(hudi_sql=False), hudi_session_conf(hudi_sql=True)
+    assert SQL_EXTENSIONS not in without and "spark.sql.catalog.spark_catalog" not in without
+    assert with_sql == {**without, **HUDI_SQL_STATIC_CONF}
+    # the job's required settings are there either way
+    assert REQUIRED_STATIC_CONF.items() <= without.items() and JOB_SQL_CONF.items() <= without.items()
+
+
+@pytest.mark.parametrize(
+    ("extensions", "expected"),
+    [
+        (None, False),
+        ("", False),
+        ("com.example.Other", False),
+        (HUDI_SQL_EXTENSION, True),
+        (f"com.example.Other, {HUDI_SQL_EXTENSION}", True),
+    ],
+)
+def test_hudis_sql_is_recognised_among_the_contexts_extensions(extensions: str | None, expected: bool) -> None:
+    conf = {} if extensions is None else {SQL_EXTENSIONS: extensions}
+    assert has_hudi_sql(_session(conf, {})) is expected
+
+
+def test_compaction_in_a_session_without_hudis_sql_names_the_settings_and_the_command() -> None:
+    table = parse_config({
+        "kafka": {"bootstrap_servers": "localhost:9"},
+        "job": {"name": "j", "checkpoint_dir": "/tmp/cp", "dead_letter_path": "/tmp/dl"},
+        "routes": [{"topic": "t", "table": "orders"}],
+        "tables": [{"name": "orders", "key": ["id"], "base_path": "/tmp/orders", "type": "MERGE_ON_READ"}],
+    }).table("orders")  # fmt: skip
+    with pytest.raises(SessionSettingsError) as raised:
+        run_compaction(_session({}, {}), table)
+    assert f"{SQL_EXTENSIONS}={HUDI_SQL_EXTENSION}" in str(raised.value)
+    assert "hudi-cdc compact" in str(raised.value)
+
+
+def test_the_tests_session_has_hudis_sql(spark: SparkSession) -> None:
+    assert has_hudi_sql(spark)
