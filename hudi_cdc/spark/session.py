@@ -38,7 +38,7 @@ HUDI_SQL_STATIC_CONF = {
 """Hudi's SQL: its statements and procedures (`hudi-cdc compact` calls `run_compaction`) and its
 catalog. Static, so set only where hudi_cdc creates a session that asks for it (`hudi_sql`).
 
-Why not in every session: the extension adds about 15 analyzer and optimizer rules that run over
+Why not in every session: the extension adds eleven analyzer and optimizer rules that run over
 every query's plan, and ingestion's plans (decode, fold, counts, Hudi's own writes and reads
 through the DataFrame API) are large. Over warm batches of six small tables they took 0.86 CPU s a
 batch of Catalyst's 2.2 s, and none of them ever changed a plan of ingestion, table creation
@@ -60,7 +60,6 @@ JOB_SQL_CONF = {
 }
 """SQL settings the job's queries need for correct values. Runtime settings: `for_job` sets them in
 the job's own copy of a session, never in the caller's."""
-
 
 
 def hudi_session_conf(*, hudi_sql: bool) -> dict[str, str]:
