@@ -40,8 +40,8 @@ catalog. Static, so set only where hudi_cdc creates a session that asks for it (
 
 Why not in every session: the extension adds eleven analyzer and optimizer rules that run over
 every query's plan, and ingestion's plans (decode, fold, counts, Hudi's own writes and reads
-through the DataFrame API) are large. Over warm batches of six small tables they took 0.86 CPU s a
-batch of Catalyst's 2.2 s, and none of them ever changed a plan of ingestion, table creation
+through the DataFrame API) are large. Over warm batches of six small tables two of them took 0.86 s
+a batch of Catalyst's 2.52 s, and none of them ever changed a plan of ingestion, table creation
 included (docs/performance-journal.md, round 29)."""
 
 JOB_SQL_CONF = {
