@@ -1,8 +1,9 @@
 """Count a table's batch in two small aggregations instead of one Spark job per number.
 
 - `survey(routed)`: per table, over the routed Kafka rows: records read, tombstones, the
-  Kafka range (first and last offset per partition) and the distinct envelope schemas that
-  type the JSON tables' records. One job for every table of the batch.
+  Kafka range (first and last offset per partition), the oldest Kafka timestamp and the
+  distinct envelope schemas that type the JSON tables' records. One job for every table of
+  the batch.
 - `tally(decoded)`: per table, over the persisted parse: skipped records and their reasons,
   rejects by error class, truncates (how many, the newest), and per topic partition the newest
   source time and the events behind the committed watermark. Given `labels` (the fold's
@@ -14,6 +15,7 @@ count (docs/performance-journal.md, the first `make bench` run).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,9 @@ class TableRecords:
     envelopes: tuple[str, ...] | None = None
     """The distinct envelope schema texts of its records, most used first, when surveyed (see
     `survey`); None: decode finds them itself."""
+    oldest: dt.datetime | None = None
+    """The oldest Kafka timestamp among its records (None: the rows carry no timestamp). The
+    pipeline applies the tables of a batch oldest first (`job.pipeline.oldest_first`)."""
 
 
 def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str | None, TableRecords]:
@@ -57,7 +62,9 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
         routed = with_envelope(routed, F.col(TABLE_COLUMN).isin(*schemas_of))
     schema = F.when(F.col(TABLE_COLUMN).isin(*schemas_of), envelope_schema()) if schemas_of else F.lit(None)
     with_schema = routed.withColumn(_ENVELOPE_SCHEMA, schema.cast("string"))
-    newest = F.max("timestamp") if "timestamp" in routed.columns else F.lit(None)
+    has_time = "timestamp" in routed.columns
+    newest = F.max("timestamp") if has_time else F.lit(None)
+    oldest = F.min("timestamp") if has_time else F.lit(None)
     rows = (
         with_schema.groupBy(TABLE_COLUMN, "topic", "partition", _ENVELOPE_SCHEMA)
         .agg(
@@ -66,10 +73,12 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
             F.min("offset").alias("lo"),
             F.max("offset").alias("hi"),
             newest.alias("ts"),
+            oldest.alias("oldest"),
         )
         .collect()
     )
     tables: dict[str | None, tuple[int, int, KafkaRange]] = {}
+    oldest_of: dict[str | None, dt.datetime] = {}
     uses: dict[str | None, dict[str, SchemaUse]] = {}
     for row in rows:
         name = row[TABLE_COLUMN]
@@ -79,6 +88,8 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
         first[partition] = min(int(row["lo"]), first.get(partition, int(row["lo"])))
         last[partition] = max(int(row["hi"]), last.get(partition, int(row["hi"])))
         tables[name] = (read + int(row["n"]), tombstones + int(row["tombstones"] or 0), kafka)
+        if row["oldest"] is not None and (name not in oldest_of or row["oldest"] < oldest_of[name]):
+            oldest_of[name] = row["oldest"]
         text = row[_ENVELOPE_SCHEMA]
         if text is not None:
             use = SchemaUse(text, int(row["n"]), row["ts"], int(row["hi"]))
@@ -90,6 +101,7 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
             tombstones=t,
             kafka=k,
             envelopes=tuple(most_used_first(uses.get(name, {}).values())) if name in schemas_of else None,
+            oldest=oldest_of.get(name),
         )
         for name, (r, t, k) in tables.items()
     }

@@ -8,6 +8,7 @@ failure isolation (`job/isolation.py`), tables side by side -> BatchMetrics. A t
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unroute
 from hudi_cdc.kafka.source import kafka_range
 from hudi_cdc.spark.session import error_summary
 
-__all__ = ["BatchContext", "catch_up", "each_table", "run_batch"]
+__all__ = ["BatchContext", "catch_up", "each_table", "oldest_first", "run_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,10 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 parked_now.append(failure)
                 return TableMetrics(table=table.name, parked=batch.read, error=f"parked: {_first_line(failure.cause)}")
 
-        metrics.tables.extend(each_table(one_table, present, ctx.config.job.table_concurrency))
+        ordered = oldest_first(present, received)
+        results = each_table(one_table, ordered, ctx.config.job.table_concurrency)
+        applied = dict(zip((t.name for t in ordered), results, strict=True))
+        metrics.tables.extend(applied[t.name] for t in present)  # reported in the job's table order
     finally:
         routed.unpersist()
     if ctx.parking is not None:
@@ -192,6 +196,27 @@ def _made_tables(
     if made and ctx.catalog is not None:
         ctx.catalog.save()
     return made
+
+
+def oldest_first(tables: Sequence[TableConfig], received: Mapping[str | None, TableRecords]) -> list[TableConfig]:
+    """`tables` in the order a batch applies them: the one whose oldest record waited longest
+    first; tables without a timestamped record in the batch (a parked table's catch-up) last;
+    ties in `tables`' order.
+
+    Why: a record waits for the batch running when it arrived and then for its table's turn in
+    the next one. In a fixed order the last tables wait out a whole second batch, every time,
+    and p95 freshness is about two batches. Oldest first, a record that waited long for its
+    batch to start is applied early in it, and one that arrived just before the cut waits for
+    the rest: the waits even out at the same CPU (docs/performance-journal.md, round 30).
+    """
+
+    def waited(indexed: tuple[int, TableConfig]) -> tuple[bool, dt.datetime, int]:
+        index, table = indexed
+        batch = received.get(table.name)
+        oldest = batch.oldest if batch is not None else None
+        return (oldest is None, oldest or dt.datetime.min, index)
+
+    return [table for _, table in sorted(enumerate(tables), key=waited)]
 
 
 ROWS_PER_TASK = 10_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import replace
 from typing import Any
@@ -43,6 +44,7 @@ def test_tally_and_survey_count_what_the_batch_holds(spark: SparkSession) -> Non
 
     received = survey(raw.withColumn(TABLE_COLUMN, F.lit("t")))["t"]
     assert (received.read, received.tombstones) == (8, 1)
+    assert received.oldest == T0
     assert received.kafka.first == {"s.d.t": {"0": 0, "1": 4}}
     assert received.kafka.last == {"s.d.t": {"0": 3, "1": 7}}
 
@@ -129,3 +131,18 @@ def test_the_survey_finds_the_schemas_decode_would_find_and_decode_reads_the_sam
     finally:
         for result in (surveyed, found, parsed_once):
             release(result.parsed)
+
+
+def test_the_survey_finds_each_tables_oldest_kafka_timestamp(spark: SparkSession) -> None:
+    change = SOURCE.change("c", after={"id": 1, "name": "a"}, pos=100, ts_ms=5_000)
+    at = {("a", 0): 40, ("a", 1): 10, ("b", 0): 25, ("b", 1): 20}  # seconds after T0, per table and offset
+    rows = [
+        (*change, f"s.d.{table}", offset, offset, T0 + dt.timedelta(seconds=seconds), table)
+        for (table, offset), seconds in at.items()
+    ]
+    routed = spark.createDataFrame(rows, f"{KAFKA_COLUMNS}, {TABLE_COLUMN} string")
+    received = survey(routed)
+    assert received["a"].oldest == T0 + dt.timedelta(seconds=10)  # the partition read second holds it
+    assert received["b"].oldest == T0 + dt.timedelta(seconds=20)
+    # rows without a timestamp column give none
+    assert survey(routed.drop("timestamp"))["a"].oldest is None

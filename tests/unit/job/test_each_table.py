@@ -1,14 +1,19 @@
 """pipeline.each_table: tables of one batch applied at most N at once, results in table order;
+pipeline.oldest_first: the order a batch applies its tables in;
 pipeline.tasks_for: how many tasks read a table's records from the batch."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 
 import pytest
 
-from hudi_cdc.job.pipeline import each_table, tasks_for
+from hudi_cdc.commit.offsets import KafkaRange
+from hudi_cdc.config.models import TableConfig
+from hudi_cdc.fold.tally import TableRecords
+from hudi_cdc.job.pipeline import each_table, oldest_first, tasks_for
 
 
 class _Gauge:
@@ -66,3 +71,23 @@ def test_a_failing_table_raises_after_every_other_table_finished() -> None:
 def test_a_tables_records_are_read_by_one_task_per_ten_thousand() -> None:
     assert [tasks_for(n) for n in (0, 1, 10_000, 10_001, 1_000_000)] == [1, 1, 1, 2, 100]
 
+
+
+def _received(oldest: dt.datetime | None) -> TableRecords:
+    return TableRecords(read=1, tombstones=0, kafka=KafkaRange(first={}, last={}), oldest=oldest)
+
+
+def test_a_batch_applies_the_table_whose_oldest_record_waited_longest_first() -> None:
+    tables = [TableConfig(name=n, key=["id"], base_path=f"/unused/{n}") for n in ("a", "b", "c", "d", "e", "f")]
+    t0 = dt.datetime(2026, 12, 5, 12, 0, 0)
+    received = {
+        "a": _received(t0 + dt.timedelta(seconds=30)),
+        "b": _received(None),  # records without a timestamp
+        "c": _received(t0),
+        "d": _received(t0 + dt.timedelta(seconds=30)),  # a tie with a: the job's order
+        "e": _received(t0 + dt.timedelta(seconds=5)),
+        # f: parked, nothing of its own in this batch
+    }
+    assert [t.name for t in oldest_first(tables, received)] == ["c", "e", "a", "d", "b", "f"]
+    # without timestamps the job's own order stands
+    assert oldest_first(tables, {}) == tables
