@@ -542,7 +542,7 @@ class JobConfig(_Frozen):
     Kafka, in order, when a retry succeeds (docs/operations.md, parked tables); a `--once` run
     then exits 1 naming it. stop: the job stops and Kafka keeps the batch."""
     table_concurrency: int = Field(default=1, ge=1, le=64)
-    """Tables of one batch processed at once, each in its own driver thread of the same Spark application; 1: one after another."""
+    """Tables of one batch processed at once, each in its own driver thread of the same Spark application; 1: one after another. Either way a batch takes its tables oldest record first."""
     hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials
     """Hadoop settings for the job's storage (`fs.s3a.endpoint`, `fs.s3a.path.style.access`...), set on
     the session's Hadoop configuration before anything is read or written; they win over
