@@ -7,13 +7,18 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
+from hudi_cdc.commit.metrics import TableMetrics
 from hudi_cdc.commit.offsets import KafkaRange
-from hudi_cdc.config.models import TableConfig
+from hudi_cdc.config.models import TableConfig, parse_config
 from hudi_cdc.fold.tally import TableRecords
-from hudi_cdc.job.pipeline import each_table, oldest_first, tasks_for
+from hudi_cdc.job import pipeline
+from hudi_cdc.job.pipeline import BatchContext, each_table, oldest_first, run_batch, tasks_for
+from tests.support.decode_rows import KAFKA_COLUMNS, T0
 
 
 class _Gauge:
@@ -72,7 +77,6 @@ def test_a_tables_records_are_read_by_one_task_per_ten_thousand() -> None:
     assert [tasks_for(n) for n in (0, 1, 10_000, 10_001, 1_000_000)] == [1, 1, 1, 2, 100]
 
 
-
 def _received(oldest: dt.datetime | None) -> TableRecords:
     return TableRecords(read=1, tombstones=0, kafka=KafkaRange(first={}, last={}), oldest=oldest)
 
@@ -91,3 +95,31 @@ def test_a_batch_applies_the_table_whose_oldest_record_waited_longest_first() ->
     assert [t.name for t in oldest_first(tables, received)] == ["c", "e", "a", "d", "b", "f"]
     # without timestamps the job's own order stands
     assert oldest_first(tables, {}) == tables
+
+
+def test_run_batch_applies_its_tables_oldest_record_first_and_reports_them_in_the_jobs_order(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ("a", "b", "c")
+    config = parse_config(
+        {
+            "job": {"name": "order", "checkpoint_dir": str(tmp_path / "cp"), "dead_letter_path": str(tmp_path / "dl")},
+            "kafka": {"bootstrap_servers": "localhost:1"},
+            "tables": [{"name": n, "key": ["id"], "base_path": str(tmp_path / n)} for n in names],
+            "routes": [{"topic": f"shop.{n}", "table": n} for n in names],
+        },
+        source="test",
+    )
+    # a's record is the newest, b's the oldest; c's second record is older than a's
+    at = [("a", 0, 30), ("b", 0, 10), ("c", 0, 40), ("c", 1, 20)]
+    rows = [(b"{}", b"{}", f"shop.{n}", 0, offset, T0 + dt.timedelta(seconds=s)) for n, offset, s in at]
+    applied: list[str] = []
+
+    def record_order(_apply: object, _records: object, _batch: object, table: TableConfig, _ctx: object) -> TableMetrics:
+        applied.append(table.name)
+        return TableMetrics(table=table.name)
+
+    monkeypatch.setattr(pipeline, "apply_isolating", record_order)
+    metrics = run_batch(spark.createDataFrame(rows, KAFKA_COLUMNS), BatchContext(config=config, batch_id=0))
+    assert applied == ["b", "c", "a"]
+    assert [m.table for m in metrics.tables] == ["a", "b", "c"]
