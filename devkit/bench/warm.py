@@ -7,6 +7,7 @@
     python -m devkit.bench.warm --threads          # also the JVM's CPU by thread kind (JIT, GC, tasks...)
     python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
     python -m devkit.bench.warm --rules [--hudi-sql]   # also Catalyst's time per rule [with Hudi's SQL extension]
+    python -m devkit.bench.warm --codegen          # also the classes code generation compiled in each batch
     python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
     python -m devkit.bench.warm --tables 8 --ab-option hoodie.metadata.enable=true
                                                    # in-process A/B: odd tables get the option; their commits' wall time compared
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="start the session with Hudi's SQL extension and catalog, as `hudi-cdc compact` does")
     parser.add_argument("--rules", action="store_true",
                         help="print Catalyst's time per analyzer and optimizer rule over the warm batches")
+    parser.add_argument("--codegen", action="store_true",
+                        help="print how many classes Spark's code generation compiled in each warm batch (its cache's misses)")
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
     shutil.rmtree(root, ignore_errors=True)
@@ -128,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     """Of each warm batch's tables: the commit's wall seconds, by whether the table has `--ab-option`s."""
     threads_before: dict[str, float] = {}
     listed_from = 0.0
+    compiled: list[int] = []
+    """Of each warm batch: the classes code generation compiled (each a miss of its cache)."""
     for batch_id in range(1, args.batches + 1):
         raw = offsets.rows([(t.topic, r) for t, each in zip(sources, updates, strict=True)
                             for r in itertools.islice(each, args.batch)])  # fmt: skip
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             threads_before = jvm_thread_cpu(spark)
         if batch_id == WARM_UP + 1 and args.rules:
             _rule_executor(spark).resetMetrics()
+        codegen0 = codegen_compiles(spark) if args.codegen else 0
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
             profiler.enable()
@@ -151,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         if warm:
             cpu.append(tree_cpu_seconds(me) - cpu0)
             wall.append(time.monotonic() - wall0)
+            if args.codegen:
+                compiled.append(codegen_compiles(spark) - codegen0)
     threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     rules = rules_text(spark, batches=len(cpu)) if args.rules else ""
@@ -165,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"commit wall s per table and batch (mean, median): without {', '.join(args.ab_option)} {without:.3f}, "
               f"{statistics.median(commits[False]):.3f}; with {with_:.3f}, {statistics.median(commits[True]):.3f} "
               f"({with_ / without:.2f}x the mean)")  # fmt: skip
+    if compiled:
+        print("classes compiled by code generation in each warm batch: " + ", ".join(map(str, compiled)))
     if threads:
         print(threads_text(threads, span=f"over the {len(cpu)} warm batches"))
     if jobs:
@@ -174,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
+
+
+def codegen_compiles(spark: SparkSession) -> int:
+    """Classes Spark's code generation compiled so far in this JVM: the misses of its cache."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics  # type: ignore[union-attr]
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
 
 def _rule_executor(spark: SparkSession) -> Any:

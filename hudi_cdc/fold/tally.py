@@ -9,6 +9,12 @@
   source time and the events behind the committed watermark. Given `labels` (the fold's
   outcomes and writes), it counts those in the same job.
 
+The watermark never enters the aggregation's plan: Spark writes a long literal into the code it
+generates, so a comparison with it made every table's tally a new class to compile in every batch
+(about 50 ms of the driver's CPU each, docs/performance-journal.md, round 31). Each partition's
+oldest and newest source time settle the count instead; only a partition whose events straddle
+the watermark, which an ordered stream rarely has, costs a second job.
+
 Each job costs a scheduling round trip and a scan of cached rows; a batch used to run one per
 count (docs/performance-journal.md, the first `make bench` run).
 """
@@ -142,9 +148,7 @@ def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | N
     `labels` (one string column, `label`): rows counted per label in the same Spark job, which
     saves the pipeline a job (planning, scheduling, code generation) per table and batch.
     """
-    behind = (F.col(TS_MS) < F.lit(watermark)) if watermark is not None else F.lit(False)
     is_truncate = F.col(OP) == Op.TRUNCATE.value
-    is_event = F.col("kind") == "event"
     # rejects and skipped records have no event columns: only their kind and label count
     counted = decoded.classified.select(
         "kind",
@@ -152,7 +156,6 @@ def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | N
         F.col(KAFKA_TOPIC).alias("topic"),
         F.col(KAFKA_PARTITION).cast("string").alias("partition"),
         F.col(TS_MS).alias("ts_ms"),
-        F.when(is_event, behind.cast("int")).alias("behind"),
         is_truncate.cast("int").alias("truncate"),
         F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
     )
@@ -165,13 +168,15 @@ def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | N
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.max("ts_ms").alias("ts_ms"),
-            F.sum("behind").alias("behind"),
+            F.min("ts_ms").alias("oldest_ts_ms"),
+            F.count("ts_ms").alias("timed"),
             F.sum("truncate").alias("truncates"),
             F.max("t").alias("t"),
         )
         .collect()
     )
-    skipped, truncates, behind_count, events = 0, 0, 0, 0
+    skipped, truncates, events = 0, 0, 0
+    behind = _Behind(watermark)
     reasons: set[str] = set()
     rejects: dict[str, int] = {}
     labelled: dict[str, int] = {}
@@ -188,7 +193,7 @@ def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | N
         else:
             events += int(row["n"])
             newest_ts[(row["topic"], row["partition"])] = row["ts_ms"]
-            behind_count += int(row["behind"] or 0)
+            behind.add(row["oldest_ts_ms"], row["ts_ms"], int(row["timed"]))
             truncates += int(row["truncates"] or 0)
             if row["t"] is not None and (newest is None or _truncate_key(tuple(row["t"])) > _truncate_key(newest)):
                 newest = tuple(row["t"])
@@ -199,10 +204,36 @@ def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | N
         truncates=truncates,
         newest_truncate=Truncation(*newest) if newest is not None else None,
         newest_ts_ms=newest_ts,
-        behind_watermark=behind_count,
+        behind_watermark=behind.count(decoded),
         events=events,
         labelled=labelled,
     )
+
+
+class _Behind:
+    """Events with a source time older than `watermark`, from each topic partition's oldest and
+    newest source time; exact, with one more Spark job when a partition straddles the watermark."""
+
+    def __init__(self, watermark: int | None) -> None:
+        self.watermark = watermark
+        self.settled = 0
+        self.straddled = False
+
+    def add(self, oldest: int | None, newest: int | None, timed: int) -> None:
+        """One group of events: its oldest and newest source time, and how many carry one."""
+        if self.watermark is None or oldest is None or newest is None or oldest >= self.watermark:
+            return  # no source time, or none older than the watermark
+        if newest < self.watermark:
+            self.settled += timed  # every timed event of the group is older
+        else:
+            self.straddled = True
+
+    def count(self, decoded: DecodeResult) -> int:
+        """The exact count; a job over the parse only when some group straddles the watermark."""
+        if not self.straddled or self.watermark is None:
+            return self.settled
+        events = decoded.classified.filter(F.col("kind") == "event")
+        return events.filter(F.col(TS_MS) < F.lit(self.watermark)).count()
 
 
 def _truncate_key(t: tuple[Any, ...]) -> tuple[Any, ...]:

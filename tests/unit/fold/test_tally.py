@@ -146,3 +146,36 @@ def test_the_survey_finds_each_tables_oldest_kafka_timestamp(spark: SparkSession
     assert received["b"].oldest == T0 + dt.timedelta(seconds=20)
     # rows without a timestamp column give none
     assert survey(routed.drop("timestamp"))["a"].oldest is None
+
+
+def test_events_behind_the_watermark_are_counted_exactly_wherever_it_falls(spark: SparkSession) -> None:
+    # partition 0 in source-time order, partition 1 out of order; one truncate without a key
+    times = [(0, 1_000), (0, 2_000), (0, 3_000), (1, 4_000), (1, 1_500), (1, 2_500)]
+    records = [(p, SOURCE.change("u", after={"id": i, "name": "x"}, pos=100 + i, ts_ms=ts)) for i, (p, ts) in enumerate(times)]
+    records.append((1, SOURCE.change("t", pos=900, ts_ms=500, with_key=False)))
+    rows = [(key, value, "s.d.t", p, offset, T0) for offset, (p, (key, value)) in enumerate(records)]
+    decoded = decode(spark.createDataFrame(rows, KAFKA_COLUMNS), TABLE).cached()
+    every = [500, *(ts for _, ts in times)]
+    try:
+        # below every time, above every time, and straddling one or both partitions
+        for watermark in (None, 400, 500, 1_200, 2_200, 3_500, 5_000):
+            expected = 0 if watermark is None else sum(ts < watermark for ts in every)
+            assert tally(decoded, watermark=watermark).behind_watermark == expected, watermark
+    finally:
+        release(decoded.parsed)
+
+
+def test_a_new_watermark_compiles_no_new_code(spark: SparkSession) -> None:
+    """The watermark stays out of the tally's generated code, or each batch compiled its own class."""
+    records = [(0, SOURCE.change("u", after={"id": i, "name": "x"}, pos=100 + i, ts_ms=10_000 + i)) for i in range(3)]
+    rows = [(key, value, "s.d.t", p, offset, T0) for offset, (p, (key, value)) in enumerate(records)]
+    decoded = decode(spark.createDataFrame(rows, KAFKA_COLUMNS), TABLE).cached()
+    compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()  # type: ignore[union-attr]
+    try:
+        tally(decoded, watermark=1_000)  # compiles what the tally's plan needs
+        before = compiled.getCount()
+        assert tally(decoded, watermark=2_000).behind_watermark == 0
+        assert tally(decoded, watermark=20_000).behind_watermark == 3
+        assert compiled.getCount() == before
+    finally:
+        release(decoded.parsed)
