@@ -372,3 +372,81 @@ def _judgement(columns: list[str], key: list[str], floor: str) -> tuple[tuple[Co
         .otherwise(F.lit(Outcome.COLLAPSED.value))
     )
     return final, outcome
+
+
+# Working columns of the first-load fold (never stored).
+_RANK = "__rank"
+_OUTCOME = "__outcome"
+
+
+@dataclass(frozen=True)
+class FirstLoad:
+    """The fold of a table's first batch when every event writes every column and none deletes.
+
+    Semantics §3 then reduces to "the newest event of a key is its row": no stored row to read,
+    no per-column order to compute (every column's order is the row's), and an event's outcome
+    follows from its rank among its key's events, so no join of the events with the folded rows
+    either. `judged` holds every event once, ranked; pass a checkpointed copy of it to
+    `rows_of` and `outcomes_of`, which both read it.
+    """
+
+    judged: DataFrame
+    """The events (without PRESENT), each with its rank in its key's order and its outcome."""
+    columns: list[str]
+    carried: dict[str, str]
+    """Columns the general fold's rows carry from stored rows (name -> Spark type): NULL here."""
+
+    def rows_of(self, judged: DataFrame) -> DataFrame:
+        """The folded rows, with the columns of `FoldResult.rows`: each key's newest event."""
+        newest = F.col(ORDER)
+        return judged.filter(F.col(_RANK) == 1).select(
+            *[F.col(c) for c in self.columns],
+            F.col(OP),
+            newest,
+            F.col(TS_MS),
+            F.col(SOURCE),
+            # every column's order is the row's and nothing was deleted: no exception to keep
+            F.create_map().cast("map<string,string>").alias(COLUMN_ORDERS),
+            F.lit(True).alias(_EXISTS),
+            F.lit(False).alias(_HAD_ROW),
+            F.lit(True).alias(CHANGED),
+            F.lit(_NEVER).alias(_FINAL_DEL),
+            _orders_map(self.columns, {c: newest for c in self.columns}).alias(_FINAL_ORDERS),
+            F.lit(None).cast("array<string>").alias(_STORED_ORDERS),
+            F.lit(None).cast("string").alias(_STORED_DEL),
+            F.lit(None).cast("string").alias(_STORED_R),
+            *[F.lit(None).cast(dtype).alias(name) for name, dtype in self.carried.items()],
+        )
+
+    def outcomes_of(self, judged: DataFrame) -> DataFrame:
+        """Every event's outcome: topic, partition, offset, outcome (as `FoldResult.outcomes_for`)."""
+        return judged.select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, F.col(_OUTCOME).alias("outcome"))
+
+
+def writes_every_column(columns: list[str]) -> Column:
+    """True for an event that `first_load` may fold: a c, r or u whose PRESENT holds every one of `columns`."""
+    full_image = F.size(F.array_except(F.array(*[F.lit(c) for c in columns]), F.col(PRESENT))) == 0
+    return F.col(OP).isin(Op.CREATE.value, Op.READ.value, Op.UPDATE.value) & full_image
+
+
+def first_load(*, events: DataFrame, schema: StructType, key: list[str], carried: dict[str, str] | None = None) -> FirstLoad:
+    """Fold `events` into a table that holds no row and no remembered truncate, when every event
+    `writes_every_column` (the caller checks; a batch with any other event needs `fold`).
+
+    The same rows and outcomes as `fold`: of a key's events, the newest order wins the whole row;
+    one at the same order and a later offset than another is a duplicate, as in `_judgement`; every
+    other older event is collapsed. Nothing can be late: there is no stored state to be older than.
+    """
+    columns = [f.name for f in schema.fields]
+    # the newest order first; of equal orders, the earliest offset (the one `_judgement` keeps)
+    by_key = Window.partitionBy(*key).orderBy(F.col(ORDER).desc(), F.col(KAFKA_OFFSET).asc())
+    ranked = events.drop(PRESENT).select(
+        "*", F.row_number().over(by_key).alias(_RANK), F.lag(ORDER).over(by_key).alias("__previous")
+    )
+    outcome = (
+        F.when(F.col("__previous") == F.col(ORDER), F.lit(Outcome.DUPLICATE.value))
+        .when(F.col(_RANK) == 1, F.lit(Outcome.APPLIED.value))
+        .otherwise(F.lit(Outcome.COLLAPSED.value))
+    )
+    judged = ranked.select(*[c for c in ranked.columns if c != "__previous"], outcome.alias(_OUTCOME))
+    return FirstLoad(judged=judged, columns=columns, carried=dict(carried or {}))

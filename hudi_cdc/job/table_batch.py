@@ -33,7 +33,7 @@ from hudi_cdc.decode.envelope import ENVELOPE_COLUMNS
 from hudi_cdc.decode.records import DecodeResult, decode
 from hudi_cdc.errors import KeyColumnsMissing, RelayoutError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
-from hudi_cdc.fold.collapse import FoldResult, Truncation, fold
+from hudi_cdc.fold.collapse import Truncation, first_load, fold, writes_every_column
 from hudi_cdc.fold.merge import DELETE, NEW_KEY, UNLOCATED, UPSERT, key_state, rows_to_write, write_kind
 from hudi_cdc.fold.stored_state import (
     INDEX_LOOKUP_MAX_KEYS,
@@ -101,7 +101,7 @@ def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, 
     finally:
         release(decoded.parsed)
         if folded is not None:
-            release(folded.rows)
+            release(folded.held)
 
 
 def _stored_state(spark: SparkSession, table: TableConfig) -> tuple[DataFrame | None, dict[str, str]]:
@@ -126,10 +126,23 @@ def _require_key_columns(schema: StructType, table: TableConfig, received: Table
 
 
 @dataclass(frozen=True)
-class _Folded:
-    """The fold's rows (checkpointed; the caller releases them) and the batch's counts."""
+class _FoldRun:
+    """One fold of a table's batch, over one checkpoint that both its outputs read."""
 
     rows: DataFrame
+    """The folded rows (`FoldResult.rows`' columns)."""
+    outcomes: DataFrame
+    """Every event's outcome: topic, partition, offset, outcome."""
+    held: DataFrame
+    """The checkpoint under both: release it when the batch is done with them."""
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """The fold's rows (over a checkpoint, `held`: the caller releases it) and the batch's counts."""
+
+    rows: DataFrame
+    held: DataFrame
     counted: DecodedTally
     truncation: Truncation | None
     """The batch's newest truncate, applied as a table-wide delete (None: none, or ignored)."""
@@ -145,18 +158,18 @@ def _fold_and_count(
     outcomes. The fold assumes the batch truncates nothing, which that count then confirms."""
     remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
     changes = _without_truncates(decoded.events)
-    rows, result = _fold(changes, None, stored, schema, remembered, table)
+    run = _fold(changes, None, stored, schema, remembered, table)
     try:
-        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(result, rows, table))
+        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(run, table))
         truncation, metrics.truncate_ignored = _truncation(counted, table)
         if truncation is not None:  # rare: fold again, every stored row deleted up to the truncate
-            release(rows)
-            rows, result = _fold(changes, truncation, stored, schema, remembered, table)
-            counted = replace(counted, labelled=_count_labels(_outcome_labels(result, rows, table)))
+            release(run.held)
+            run = _fold(changes, truncation, stored, schema, remembered, table)
+            counted = replace(counted, labelled=_count_labels(_outcome_labels(run, table)))
     except BaseException:
-        release(rows)
+        release(run.held)
         raise
-    return _Folded(rows=rows, counted=counted, truncation=truncation, remembered=remembered)
+    return _Folded(rows=run.rows, held=run.held, counted=counted, truncation=truncation, remembered=remembered)
 
 
 def _count_written(
@@ -255,9 +268,16 @@ def _fold(
     schema: StructType,
     remembered: Truncation | None,
     table: TableConfig,
-) -> tuple[DataFrame, FoldResult]:
-    """The fold of `changes` onto their keys' stored rows; its rows checkpointed, for the counts
-    and the write both read them (the caller releases them)."""
+) -> _FoldRun:
+    """The fold of `changes` onto their keys' stored rows; checkpointed, for the counts and the
+    write both read it (the caller releases `held`)."""
+    if stored is None and truncation is None and _writes_every_column(changes, schema):
+        # a table's first load of full images: the cheapest exact fold (collapse.first_load)
+        loaded = first_load(
+            events=conform_events(changes, schema), schema=schema, key=table.key, carried=_carried_types(table)
+        )
+        held = checkpointed(loaded.judged)
+        return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held)
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
@@ -272,16 +292,30 @@ def _fold(
         remembered=remembered,
         sticky=frozenset(table.partition_by),
     )
-    return checkpointed(result.rows), result
+    rows = checkpointed(result.rows)
+    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows)
 
 
-def _outcome_labels(result: FoldResult, folded: DataFrame, table: TableConfig) -> DataFrame:
+def _writes_every_column(changes: DataFrame, schema: StructType) -> bool:
+    """Does every event of `changes` write every column of `schema` (`collapse.writes_every_column`)?
+
+    One small Spark job, asked only of a table's first batch: it computes the batch's decode,
+    which the fold then reads from its checkpoint.
+    """
+    row = changes.agg(F.min(writes_every_column(schema.fieldNames()).cast("int")).alias("all")).first()
+    return row is not None and row["all"] == 1
+
+
+def _carried_types(table: TableConfig) -> dict[str, str]:
+    """The columns the fold carries from stored rows (name -> type): a prepped table's row locations."""
+    return {prepped.LOCATION: prepped.LOCATION_TYPE} if prepped.applies(table) else {}
+
+
+def _outcome_labels(run: _FoldRun, table: TableConfig) -> DataFrame:
     """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts them)."""
     # each folded row labels its write and its key's state: one scan of the fold for both
-    writes = folded.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
-    return result.outcomes_for(folded).select(F.col("outcome").alias("label")).unionByName(
-        writes.filter(F.col("label").isNotNull())
-    )
+    writes = run.rows.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
+    return run.outcomes.select(F.col("outcome").alias("label")).unionByName(writes.filter(F.col("label").isNotNull()))
 
 
 def _count_labels(labels: DataFrame) -> dict[str, int]:
