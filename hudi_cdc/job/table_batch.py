@@ -135,6 +135,8 @@ class _FoldRun:
     """Every event's outcome: topic, partition, offset, outcome."""
     held: DataFrame
     """The checkpoint under both: release it when the batch is done with them."""
+    first_load: bool
+    """Folded by `collapse.first_load`: right only if every event wrote every column."""
 
 
 @dataclass(frozen=True)
@@ -155,17 +157,21 @@ def _fold_and_count(
     previous: Progress, table: TableConfig, metrics: TableMetrics,
 ) -> _Folded:  # fmt: skip
     """Folded first, counted after: one Spark job counts both the decoded batch and the fold's
-    outcomes. The fold assumes the batch truncates nothing, which that count then confirms."""
+    outcomes. The fold assumes the batch truncates nothing, and a table's first batch that it
+    holds only full images (`collapse.first_load`); that count then confirms both."""
     remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
     changes = _without_truncates(decoded.events)
-    run = _fold(changes, None, stored, schema, remembered, table)
+    run = _fold(changes, None, stored, schema, remembered, table, first_load_=stored is None)
     try:
-        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(run, table))
+        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(run, changes, schema, table))
         truncation, metrics.truncate_ignored = _truncation(counted, table)
-        if truncation is not None:  # rare: fold again, every stored row deleted up to the truncate
+        if partial := counted.labelled.get(_NOT_FIRST_LOAD, 0):
+            log.info("table %s: %d event(s) of its first batch are not full images; folded again", table.name, partial)
+        if truncation is not None or partial:
+            # rare: fold again, the general way, every stored row deleted up to the truncate
             release(run.held)
-            run = _fold(changes, truncation, stored, schema, remembered, table)
-            counted = replace(counted, labelled=_count_labels(_outcome_labels(run, table)))
+            run = _fold(changes, truncation, stored, schema, remembered, table, first_load_=False)
+            counted = replace(counted, labelled=_count_labels(_outcome_labels(run, changes, schema, table)))
     except BaseException:
         release(run.held)
         raise
@@ -268,16 +274,22 @@ def _fold(
     schema: StructType,
     remembered: Truncation | None,
     table: TableConfig,
+    *,
+    first_load_: bool,
 ) -> _FoldRun:
     """The fold of `changes` onto their keys' stored rows; checkpointed, for the counts and the
-    write both read it (the caller releases `held`)."""
-    if stored is None and truncation is None and _writes_every_column(changes, schema):
-        # a table's first load of full images: the cheapest exact fold (collapse.first_load)
+    write both read it (the caller releases `held`).
+
+    `first_load_`: the table holds no row, and the fold assumes every event writes every column
+    (`collapse.first_load`, the cheapest exact fold); `_outcome_labels` then labels the events
+    that do not, and a batch with any such event is folded again without it.
+    """
+    if first_load_:
         loaded = first_load(
             events=conform_events(changes, schema), schema=schema, key=table.key, carried=_carried_types(table)
         )
         held = checkpointed(loaded.judged)
-        return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held)
+        return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held, first_load=True)
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
@@ -293,17 +305,7 @@ def _fold(
         sticky=frozenset(table.partition_by),
     )
     rows = checkpointed(result.rows)
-    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows)
-
-
-def _writes_every_column(changes: DataFrame, schema: StructType) -> bool:
-    """Does every event of `changes` write every column of `schema` (`collapse.writes_every_column`)?
-
-    One small Spark job, asked only of a table's first batch: it computes the batch's decode,
-    which the fold then reads from its checkpoint.
-    """
-    row = changes.agg(F.min(writes_every_column(schema.fieldNames()).cast("int")).alias("all")).first()
-    return row is not None and row["all"] == 1
+    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False)
 
 
 def _carried_types(table: TableConfig) -> dict[str, str]:
@@ -311,11 +313,21 @@ def _carried_types(table: TableConfig) -> dict[str, str]:
     return {prepped.LOCATION: prepped.LOCATION_TYPE} if prepped.applies(table) else {}
 
 
-def _outcome_labels(run: _FoldRun, table: TableConfig) -> DataFrame:
-    """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts them)."""
+_NOT_FIRST_LOAD = "fold:not-first-load"
+"""Label of an event `collapse.first_load` cannot fold (a delete, or a column absent)."""
+
+
+def _outcome_labels(run: _FoldRun, changes: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:
+    """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts
+    them); after a first-load fold, also one per event it cannot have folded right (`_NOT_FIRST_LOAD`)."""
     # each folded row labels its write and its key's state: one scan of the fold for both
     writes = run.rows.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
-    return run.outcomes.select(F.col("outcome").alias("label")).unionByName(writes.filter(F.col("label").isNotNull()))
+    labels = run.outcomes.select(F.col("outcome").alias("label")).unionByName(writes.filter(F.col("label").isNotNull()))
+    if not run.first_load:
+        return labels
+    # checked in the counting job itself: a separate check would cost a Spark job of its own
+    partial = changes.filter(~writes_every_column(schema.fieldNames())).select(F.lit(_NOT_FIRST_LOAD).alias("label"))
+    return labels.unionByName(partial)
 
 
 def _count_labels(labels: DataFrame) -> dict[str, int]:

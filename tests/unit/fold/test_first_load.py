@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.events import COLUMN_ORDERS, KAFKA_OFFSET, OP, ORDER, SOURCE, TS_MS
 from hudi_cdc.fold.collapse import first_load, fold, writes_every_column
 from hudi_cdc.fold.stored_state import conform_events, touched_rows
@@ -101,29 +102,33 @@ def test_only_creates_reads_and_updates_of_every_column_may_take_the_first_load(
     assert got == {1: True, 2: True, 3: False, 4: False}
 
 
-def test_a_tables_first_batch_takes_the_first_load_only_when_every_event_writes_every_column(spark: SparkSession) -> None:
+def _labels(spark: SparkSession, batch: list[tuple[Event, int]], table: TableConfig, *, first: bool) -> dict[str, int]:
+    changes = _events_df(spark, batch)
+    run = table_batch._fold(changes, None, None, SCHEMA, None, table, first_load_=first)
+    try:
+        labels = table_batch._outcome_labels(run, changes, SCHEMA, table)
+        return {r["label"]: r["count"] for r in labels.groupBy("label").count().collect()}
+    finally:
+        table_batch.release(run.held)
+
+
+def test_a_first_load_fold_labels_every_event_it_cannot_fold_so_the_batch_is_folded_again(spark: SparkSession) -> None:
     table = fold_table("soft")
-    full = _events_df(spark, [ev(1, "r", 1, 0, name="a", age=1), ev(1, "u", 2, 1, name="b", age=2)])
-    run = table_batch._fold(full, None, None, SCHEMA, None, table)
-    try:
-        assert "__rank" in run.held.columns
-        assert [(r["id"], r["name"]) for r in run.rows.collect()] == [(1, "b")]
-    finally:
-        table_batch.release(run.held)
-    patched = _events_df(spark, [ev(1, "r", 1, 0, name="a", age=1), ev(1, "u", 2, 1, name="b")])
-    run = table_batch._fold(patched, None, None, SCHEMA, None, table)
-    try:
-        assert "__rank" not in run.held.columns
-        assert [(r["id"], r["name"], r["age"]) for r in run.rows.collect()] == [(1, "b", 1)]
-    finally:
-        table_batch.release(run.held)
+    full = [ev(1, "r", 1, 0, name="a", age=1), ev(1, "u", 2, 1, name="b", age=2), ev(2, "c", 1, 2, name="c", age=3)]
+    assert _labels(spark, full, table, first=True) == {"applied": 2, "collapsed": 1, "write:upsert": 2, "write:new-key": 2}
+    assert _labels(spark, full, table, first=False) == _labels(spark, full, table, first=True)
+    patched = [*full, ev(2, "u", 2, 3, name="d"), ev(1, "d", 3, 4)]
+    assert _labels(spark, patched, table, first=True)[table_batch._NOT_FIRST_LOAD] == 2
+    assert table_batch._NOT_FIRST_LOAD not in _labels(spark, patched, table, first=False)
 
 
 def test_a_prepped_tables_first_load_carries_a_null_location(spark: SparkSession) -> None:
     table = fold_table("hard")
     assert prepped.applies(table)
-    run = table_batch._fold(_events_df(spark, [ev(1, "r", 1, 0, name="a", age=1)]), None, None, SCHEMA, None, table)
+    events = _events_df(spark, [ev(1, "r", 1, 0, name="a", age=1)])
+    run = table_batch._fold(events, None, None, SCHEMA, None, table, first_load_=True)
     try:
+        assert "__rank" in run.held.columns
         assert run.rows.select(F.col(prepped.LOCATION).isNull().alias("none")).collect()[0]["none"]
     finally:
         table_batch.release(run.held)
