@@ -294,7 +294,7 @@ def _fold(
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
         # only a table that writes prepped needs its rows' locations through the fold
-        carried=(prepped.LOCATION,) if prepped.applies(table) else (),
+        carried=tuple(_carried_types(table)),
         events=conform_events(changes, schema),
         stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
         schema=schema,

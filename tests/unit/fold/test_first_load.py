@@ -16,6 +16,7 @@ from hudi_cdc.fold.collapse import first_load, fold, writes_every_column
 from hudi_cdc.fold.stored_state import conform_events, touched_rows
 from hudi_cdc.hudi import prepped
 from hudi_cdc.job import table_batch
+from hudi_cdc.spark.lineage import release
 from tests.support.fold_builders import COLUMNS, SCHEMA, _events_df, ev, fold_table
 from tests.support.reference_model import Event
 
@@ -109,7 +110,7 @@ def _labels(spark: SparkSession, batch: list[tuple[Event, int]], table: TableCon
         labels = table_batch._outcome_labels(run, changes, SCHEMA, table)
         return {r["label"]: r["count"] for r in labels.groupBy("label").count().collect()}
     finally:
-        table_batch.release(run.held)
+        release(run.held)
 
 
 def test_a_first_load_fold_labels_every_event_it_cannot_fold_so_the_batch_is_folded_again(spark: SparkSession) -> None:
@@ -131,4 +132,4 @@ def test_a_prepped_tables_first_load_carries_a_null_location(spark: SparkSession
         assert "__rank" in run.held.columns
         assert run.rows.select(F.col(prepped.LOCATION).isNull().alias("none")).collect()[0]["none"]
     finally:
-        table_batch.release(run.held)
+        release(run.held)
