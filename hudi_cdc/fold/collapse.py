@@ -397,19 +397,24 @@ class FirstLoad:
     """Columns the general fold's rows carry from stored rows (name -> Spark type): NULL here."""
 
     def rows_of(self, judged: DataFrame) -> DataFrame:
-        """The folded rows, with the columns of `FoldResult.rows`: each key's newest event."""
-        newest = F.col(ORDER)
+        """The folded rows, with the columns of `FoldResult.rows`: each key's newest event.
+
+        Each column also has the general fold's nullability, because the rows' schema is what a
+        table's first commit stores: the row order is required there (`greatest` with the
+        never-written order), and `__had_row` and `__changed` are optional.
+        """
+        newest = F.coalesce(F.col(ORDER), F.lit(_NEVER))
         return judged.filter(F.col(_RANK) == 1).select(
             *[F.col(c) for c in self.columns],
             F.col(OP),
-            newest,
+            newest.alias(ORDER),
             F.col(TS_MS),
             F.col(SOURCE),
             # every column's order is the row's and nothing was deleted: no exception to keep
             F.create_map().cast("map<string,string>").alias(COLUMN_ORDERS),
             F.lit(True).alias(_EXISTS),
-            F.lit(False).alias(_HAD_ROW),
-            F.lit(True).alias(CHANGED),
+            _optional(F.lit(False)).alias(_HAD_ROW),
+            _optional(F.lit(True)).alias(CHANGED),
             F.lit(_NEVER).alias(_FINAL_DEL),
             _orders_map(self.columns, {c: newest for c in self.columns}).alias(_FINAL_ORDERS),
             F.lit(None).cast("array<string>").alias(_STORED_ORDERS),
@@ -421,6 +426,11 @@ class FirstLoad:
     def outcomes_of(self, judged: DataFrame) -> DataFrame:
         """Every event's outcome: topic, partition, offset, outcome (as `FoldResult.outcomes_for`)."""
         return judged.select(KAFKA_TOPIC, KAFKA_PARTITION, KAFKA_OFFSET, F.col(_OUTCOME).alias("outcome"))
+
+
+def _optional(value: Column) -> Column:
+    """`value`, typed as nullable: a CASE without ELSE may be NULL as far as the analyzer knows."""
+    return F.when(F.lit(True), value)
 
 
 def writes_every_column(columns: list[str]) -> Column:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.events import COLUMN_ORDERS, KAFKA_OFFSET, OP, ORDER, SOURCE, TS_MS
@@ -133,3 +135,22 @@ def test_a_prepped_tables_first_load_carries_a_null_location(spark: SparkSession
         assert run.rows.select(F.col(prepped.LOCATION).isNull().alias("none")).collect()[0]["none"]
     finally:
         release(run.held)
+
+
+def _fields(schema: StructType) -> list[tuple[str, str, bool]]:
+    return [(f.name, f.dataType.simpleString(), f.nullable) for f in schema.fields]
+
+
+@pytest.mark.parametrize("deletes", ["hard", "soft"])
+def test_a_first_load_fold_gives_the_general_folds_schema_nullability_included(spark: SparkSession, deletes: str) -> None:
+    # The rows' schema is what the table's first commit stores: a column the first load made
+    # required while the general fold makes it optional would change the table's schema by path.
+    table = fold_table(deletes)
+    events = _events_df(spark, [ev(1, "r", 1, 0, name="a", age=1), ev(1, "u", 2, 1, name="b", age=2)])
+    runs = [table_batch._fold(events, None, None, SCHEMA, None, table, first_load_=first) for first in (True, False)]
+    try:
+        loaded, general = (_fields(run.rows.schema) for run in runs)
+        assert loaded == general
+    finally:
+        for run in runs:
+            release(run.held)
