@@ -42,10 +42,13 @@ class Record:
     """The envelope's payload, or the whole value without an envelope."""
     has_envelope: Column
     """The value is a Connect envelope with a schema."""
-    image: Column
-    """The row image's JSON text (`before` for a delete, else `after`)."""
+    may_be_malformed: Column
+    """False where the payload's parse shows it is a JSON object: only the other records pay for
+    testing it (a whole parse of the payload)."""
+    has_image: Column
+    """The record carries a row image (`before` for a delete, else `after`) of any JSON type."""
     raw_map: Column
-    """The image as map<string,string>."""
+    """The image as map<string,string> (NULL when it is not a JSON object)."""
     profile: Column
     """Index of the record's profile in BatchTypes.profiles."""
     op: Column
@@ -186,7 +189,7 @@ def checks(
         # JSON is UTF-8; Spark would read invalid bytes as U+FFFD and store altered text
         (F.encode(record.json, "UTF-8") != F.col("value"), "MalformedJson",
          F.lit("the value is not valid UTF-8 (JSON must be); fix the producer")),
-        (F.json_object_keys(record.payload).isNull(), "MalformedJson",
+        (record.may_be_malformed & F.json_object_keys(record.payload).isNull(), "MalformedJson",
          F.lit("the value is not a JSON object (malformed JSON, or not Kafka Connect's JsonConverter); fix the producer")),
         *unusable,
         (~record.has_envelope & F.lit(not table.columns and table.mode != "patch"), "NoSchema",
@@ -195,9 +198,9 @@ def checks(
         (op.isNull(), "MissingOp", F.lit(f"no `op` field; valid ops are {VALID_OPS}")),
         (~op.isin(*[o.value for o in Op]), "UnknownOp",
          F.concat(F.lit("unknown op '"), op, F.lit(f"'; valid ops are {VALID_OPS}"))),
-        (op.isin(*IMAGE_OPS) & record.image.isNull(), "MissingImage",
+        (op.isin(*IMAGE_OPS) & ~record.has_image, "MissingImage",
          F.lit(f"a create/read/update has no {image_name} object")),
-        (record.image.isNotNull() & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
+        (record.has_image & raw_map.isNull(), "MissingImage", F.lit(f"{image_name} is not a JSON object")),
         (conflicts != "", "SchemaConflict",
          F.concat(F.lit("a column's type changed incompatibly within the batch: "), conflicts)),
         (bad_values != "", "BadValue",

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DateType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    DataType,
+    DateType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from hudi_cdc.avro.wire import WIRE_ERROR
 from hudi_cdc.config.models import TableConfig
@@ -85,6 +94,7 @@ _ENV = "__env"
 _TOP = "__top"
 _IMAGE = "__image"
 _RAW = "__raw"
+_HAS_IMAGE = "__has_image"
 _KEY_PARTS = "__key_parts"
 _VALUE = "__value"
 _IMAGE_VALUE = "__image_value"
@@ -103,12 +113,16 @@ _ENVELOPE = StructType(
     [
         StructField("op", StringType()),
         StructField("ts_ms", LongType()),
-        # raw JSON text: typed later by the record's own profile
-        StructField("before", StringType()),
-        StructField("after", StringType()),
+        # each image's fields as texts (typed later by the record's own profile), PRESENT's
+        # source: a text field would copy the image's text only for it to be parsed again
+        StructField("before", MapType(StringType(), StringType())),
+        StructField("after", MapType(StringType(), StringType())),
         StructField("source", SOURCE_STRUCT),
+        # the payload as text where any part of it did not parse (Spark's corrupt-record field)
+        StructField("__unparsed", StringType()),
     ]
 )
+_ENVELOPE_OPTIONS = {"columnNameOfCorruptRecord": "__unparsed"}
 
 
 @dataclass(frozen=True)
@@ -253,8 +267,33 @@ def _envelopes(raw: DataFrame) -> DataFrame:
     return with_levels(raw.filter(F.col("value").isNotNull()), levels)
 
 
+def _image_text(table: TableConfig) -> Column:
+    """The row image's JSON text (`before` for a delete, else `after`).
+
+    A full envelope's images are parsed as maps (`_ENVELOPE`), so their text is taken out
+    of the payload only where something reads it, which a CASE or a COALESCE does for the rare
+    record whose image did not parse."""
+    if table.mode not in ("patch", "flattened"):
+        payload, op = F.col(_PAYLOAD), F.col(f"{_ENV}.op")
+        return F.when(op == Op.DELETE.value, F.get_json_object(payload, "$.before")).otherwise(
+            F.get_json_object(payload, "$.after")
+        )
+    return F.col(_IMAGE)
+
+
+def _may_be_malformed(table: TableConfig) -> Column:
+    """False for a record whose payload the full envelope's parse read to its end without a fault.
+
+    Spark fills its corrupt-record field wherever a value did not parse or a field did not convert
+    (the other modes parse the payload in other ways and are always tested)."""
+    if table.mode in ("patch", "flattened"):
+        return F.lit(True)
+    return F.col(f"{_ENV}.__unparsed").isNotNull()
+
+
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes, *, headers: bool) -> list[list[Column]]:
-    """Levels adding the Debezium envelope (op, ts_ms, before/after text, source), the image and its raw map.
+    """Levels adding the Debezium envelope (op, ts_ms, before/after, source), the image as its raw
+    map (`_RAW`) and whether the record has one (`_HAS_IMAGE`).
     `headers`: the records have KAFKA_HEADERS (a flattened row's metadata may be there)."""
     payload = F.when(F.col(_IS_ENV), F.col(_ENV_PAYLOAD)).otherwise(F.col(_JSON))
     top = _parsed_or_null(F.col(_PAYLOAD), _top_level(table, types))
@@ -276,13 +315,21 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
         )
         change_levels = [[top.alias(_TOP), env.alias(_ENV)]]
     else:
-        change_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE).alias(_ENV)]]
+        change_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE, _ENVELOPE_OPTIONS).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
     image = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
+    if table.mode not in ("patch", "flattened"):
+        # the map is the image; an image that is no JSON object parsed as NULL, so its text decides
+        image_levels = [[image.alias(_RAW), (image.isNotNull() | _image_text(table).isNotNull()).alias(_HAS_IMAGE)]]
+    else:
+        image_levels = [
+            [image.alias(_IMAGE)],
+            [F.from_json(F.col(_IMAGE), "map<string,string>").alias(_RAW), F.col(_IMAGE).isNotNull().alias(_HAS_IMAGE)],
+        ]
     return [
         [payload.alias(_PAYLOAD), _profile(table, envelopes).alias(_PROFILE), _key_parts().alias(_KEY_PARTS)],
         *change_levels,
-        [image.alias(_IMAGE)],
+        *image_levels,
     ]
 
 
@@ -299,7 +346,7 @@ def _typed_image(table: TableConfig, wire: StructType) -> Column:
     per-column NULLs the bad-value check names (such a record is rejected, so the copy's
     rounding never lands).
     """
-    alone = F.from_json(F.col(_IMAGE), wire)
+    alone = F.from_json(_image_text(table), wire)
     if table.mode == "flattened":
         return alone  # the image is the row's whole text already
     payload = F.col(_PAYLOAD)
@@ -463,7 +510,7 @@ def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *
         top=F.col(_TOP) if table.mode == "patch" else None,
         profile=F.col(_PROFILE),
     )
-    levels.append([F.from_json(F.col(_IMAGE), "map<string,string>").alias(_RAW), *[c.alias(n) for n, c in parses.items()]])
+    levels[-1].extend(c.alias(n) for n, c in parses.items())  # beside the raw map: one level fewer
     op = F.col(f"{_ENV}.op")
     wire_error = F.col(WIRE_ERROR) if wire else None
     skip_reason = non_data_reason(op, F.col(_PAYLOAD)) if table.mode != "patch" else F.lit(None).cast("string")
@@ -482,7 +529,8 @@ def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *
         missing_reason=built.missing_reason,
     )
     record = Record(
-        json=F.col(_JSON), payload=F.col(_PAYLOAD), has_envelope=F.col(_HAS_ENV), image=F.col(_IMAGE),
+        json=F.col(_JSON), payload=F.col(_PAYLOAD), has_envelope=F.col(_HAS_ENV), may_be_malformed=_may_be_malformed(table),
+        has_image=F.col(_HAS_IMAGE),
         raw_map=F.col(_RAW), profile=F.col(_PROFILE), op=op, present=present,
     )  # fmt: skip
     judged = checks(table, types, values, record, order, wire_error)

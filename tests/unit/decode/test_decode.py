@@ -666,9 +666,14 @@ def test_order_expressions_equal_their_python_twins(spark: SparkSession) -> None
 BAD: dict[str, tuple[bytes, str, str]] = {
     "malformed-json": (b'{"op": "c", "after": {"id": 1', "MalformedJson", "not a JSON object"),
     "not-an-object": (b"[1, 2, 3]", "MalformedJson", "not a JSON object"),
+    # Spark keeps the fields read before the fault (op): only its corrupt-record field tells
+    "malformed-inside-after": (b'{"op": "c", "after": {"id": 1,}, "ts_ms": 1}', "MalformedJson", "not a JSON object"),
     "missing-op": (json.dumps({"after": {"id": 1}, "source": {"ts_ms": 1}}).encode(), "MissingOp", "valid ops are c, r, u, d, t"),
     "unknown-op": (json.dumps({"op": "x", "after": {"id": 1}, "ts_ms": 1}).encode(), "UnknownOp", "unknown op 'x'; valid ops are c, r, u, d, t"),
     "missing-after": (json.dumps({"op": "c", "after": None, "ts_ms": 1}).encode(), "MissingImage", "has no `after` object"),
+    "after-a-string": (json.dumps({"op": "c", "after": "x", "ts_ms": 1}).encode(), "MissingImage", "`after` is not a JSON object"),
+    "after-an-array": (json.dumps({"op": "u", "after": [1], "ts_ms": 1}).encode(), "MissingImage", "`after` is not a JSON object"),
+    "before-of-a-delete-a-number": (json.dumps({"op": "d", "before": 5, "ts_ms": 1}).encode(), "MissingImage", "is not a JSON object"),
     "missing-key": (json.dumps({"op": "c", "after": {"first_name": "x"}, "ts_ms": 1}).encode(), "MissingKey", "key column(s) id"),
     "null-key": (json.dumps({"op": "u", "after": {"id": None}, "ts_ms": 1}).encode(), "MissingKey", "check the table's `key`"),
     "bad-value": (json.dumps({"op": "c", "after": {"id": 1, "balance": "12.x"}, "ts_ms": 1}).encode(), "BadValue", "balance (decimal(12,2))"),
@@ -767,6 +772,14 @@ def test_bad_record_is_rejected_with_position_reason_and_bytes(
 
 def test_good_record_of_a_bad_batch_is_unaffected(rejected: tuple[dict[int, dict[str, Any]], int]) -> None:
     assert rejected[1] == 1 and 0 not in rejected[0] and len(rejected[0]) == len(BAD)
+
+
+def test_an_update_whose_before_is_no_object_lands_from_its_after(spark: SparkSession) -> None:
+    # `before` is read only for a delete: an odd one beside a good `after` costs the record nothing
+    odd = {"op": "u", "before": "x", "after": {"id": 2, "first_name": "B"}, "source": {"ts_ms": 1}, "ts_ms": 1}
+    result = decode_cached(kafka_rows(spark, [(b'{"id": 2}', json.dumps(odd).encode())]), DECLARED)
+    assert result.rejects.count() == 0
+    assert [(e["id"], e["first_name"]) for e in result.events.collect()] == [(2, "B")]
 
 
 def test_missing_ordering_column_is_rejected(spark: SparkSession) -> None:
