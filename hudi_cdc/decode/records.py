@@ -95,6 +95,7 @@ _TOP = "__top"
 _IMAGE = "__image"
 _RAW = "__raw"
 _HAS_IMAGE = "__has_image"
+_UNPARSED = "__unparsed"
 _KEY_PARTS = "__key_parts"
 _VALUE = "__value"
 _IMAGE_VALUE = "__image_value"
@@ -119,10 +120,10 @@ _ENVELOPE = StructType(
         StructField("after", MapType(StringType(), StringType())),
         StructField("source", SOURCE_STRUCT),
         # the payload as text where any part of it did not parse (Spark's corrupt-record field)
-        StructField("__unparsed", StringType()),
+        StructField(_UNPARSED, StringType()),
     ]
 )
-_ENVELOPE_OPTIONS = {"columnNameOfCorruptRecord": "__unparsed"}
+_ENVELOPE_OPTIONS = {"columnNameOfCorruptRecord": _UNPARSED}
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def _image_text(table: TableConfig) -> Column:
     A full envelope's images are parsed as maps (`_ENVELOPE`), so their text is taken out
     of the payload only where something reads it, which a CASE or a COALESCE does for the rare
     record whose image did not parse."""
-    if table.mode not in ("patch", "flattened"):
+    if table.mode == "full":
         payload, op = F.col(_PAYLOAD), F.col(f"{_ENV}.op")
         return F.when(op == Op.DELETE.value, F.get_json_object(payload, "$.before")).otherwise(
             F.get_json_object(payload, "$.after")
@@ -286,9 +287,7 @@ def _may_be_malformed(table: TableConfig) -> Column:
 
     Spark fills its corrupt-record field wherever a value did not parse or a field did not convert
     (the other modes parse the payload in other ways and are always tested)."""
-    if table.mode in ("patch", "flattened"):
-        return F.lit(True)
-    return F.col(f"{_ENV}.__unparsed").isNotNull()
+    return F.col(f"{_ENV}.{_UNPARSED}").isNotNull() if table.mode == "full" else F.lit(True)
 
 
 def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes, *, headers: bool) -> list[list[Column]]:
@@ -318,7 +317,7 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
         change_levels = [[top.alias(_TOP), F.from_json(F.col(_PAYLOAD), _ENVELOPE, _ENVELOPE_OPTIONS).alias(_ENV)]]
     op = F.col(f"{_ENV}.op")
     image = F.when(op == Op.DELETE.value, F.col(f"{_ENV}.before")).otherwise(F.col(f"{_ENV}.after"))
-    if table.mode not in ("patch", "flattened"):
+    if table.mode == "full":
         # the map is the image; an image that is no JSON object parsed as NULL, so its text decides
         image_levels = [[image.alias(_RAW), (image.isNotNull() | _image_text(table).isNotNull()).alias(_HAS_IMAGE)]]
     else:
