@@ -37,7 +37,7 @@ from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, update_changes
 from hudi_cdc.config.models import Config, parse_config
-from hudi_cdc.decode.envelope import sampled_schemas, with_envelope
+from hudi_cdc.decode.envelope import sampled_schemas, with_envelope, with_schema_text
 from hudi_cdc.decode.records import decode
 from hudi_cdc.kafka.routing import TABLE_COLUMN
 from hudi_cdc.spark.session import jvm
@@ -145,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     known = sampled_schemas(routed, F.lit(True), TABLE_COLUMN)
     enveloped = with_envelope(routed, F.lit(True), known=known, table_column=TABLE_COLUMN).drop(TABLE_COLUMN).persist()
     enveloped.count()
+    records = with_schema_text(enveloped, known[table.name])
     jobs: dict[str, Callable[[], DataFrame]] = {
-        "hudi_cdc decode": lambda: decode(enveloped, table, envelopes=known[table.name]).classified,
+        "hudi_cdc decode": lambda: decode(records, table, envelopes=known[table.name]).classified,
         "plain parse": lambda: plain_rows(raw),
     }
     recordings: list[Path] = []

@@ -30,7 +30,7 @@ from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import WARM_UP, alternately, arguments, local_spark
 from devkit.bench.workloads import SOURCE, records, snapshot_changes
 from hudi_cdc.config.models import Config
-from hudi_cdc.decode.envelope import sampled_schemas, with_envelope
+from hudi_cdc.decode.envelope import sampled_schemas, with_envelope, with_schema_text
 from hudi_cdc.decode.records import decode
 from hudi_cdc.fold.tally import survey
 from hudi_cdc.kafka.routing import TABLE_COLUMN, route
@@ -61,11 +61,12 @@ def _one_round(raw: DataFrame, config: Config, way: str, known: dict[str, list[s
     me = psutil.Process()
     before = tree_cpu_seconds(me)
     read = F.col(TABLE_COLUMN).isin("accounts")
-    routed = with_envelope(route(raw, config), read, known=known if way == "split" else None, table_column=TABLE_COLUMN)
+    split_by = known if way == "split" else {}
+    routed = with_envelope(route(raw, config), read, known=split_by, table_column=TABLE_COLUMN)
     routed = routed.persist()
-    received = survey(routed, schemas_of=["accounts"])["accounts"]
+    received = survey(routed, schemas_of=["accounts"], split_by=split_by)["accounts"]
     surveyed = tree_cpu_seconds(me)
-    records_ = routed.filter(F.col(TABLE_COLUMN) == "accounts").drop(TABLE_COLUMN)
+    records_ = with_schema_text(routed.filter(F.col(TABLE_COLUMN) == "accounts").drop(TABLE_COLUMN), split_by.get("accounts", ()))
     decoded = decode(records_, config.tables[0], envelopes=received.envelopes).cached()
     decoded.parsed.write.format("noop").mode("overwrite").save()
     release(decoded.parsed)

@@ -33,13 +33,13 @@ IS_ENVELOPE = "__is_env"
 HAS_SCHEMA = "__has_env"
 """The value is an envelope with a schema."""
 ENVELOPE_COLUMNS = (SCHEMA_TEXT, PAYLOAD_TEXT, IS_ENVELOPE, HAS_SCHEMA)
-"""The columns `with_envelope` adds."""
+"""The columns `with_envelope` adds (and SCHEMA_SLOT, given known texts)."""
+SCHEMA_SLOT = "__schema_slot"
+"""Of a record split by a known schema's bytes: that schema's place among its table's known texts,
+its SCHEMA_TEXT being NULL until `with_schema_text` fills it in; NULL for a parsed record."""
 
-_CUT = "__cut"
 _POSITION = "__position"
-_CUT_SCHEMA = "__cut_schema"
 _CUT_PAYLOAD = "__cut_payload"
-_PARSED_SCHEMA = "__parsed_schema"
 _PARSED_PAYLOAD = "__parsed_payload"
 
 SCHEMAS_PER_TABLE = 4
@@ -152,7 +152,7 @@ def with_envelope(
         (prefixes, table_column, str(read)),
         lambda: envelope_levels(F.when(read, F.col("value").cast("string")), prefixes, table_column),
     )
-    return with_levels(records, levels).drop(JSON_TEXT, _POSITION, _CUT, _CUT_SCHEMA, _CUT_PAYLOAD, _PARSED_SCHEMA, _PARSED_PAYLOAD)
+    return with_levels(records, levels).drop(JSON_TEXT, _POSITION, _CUT_PAYLOAD, _PARSED_PAYLOAD)
 
 
 _LEVELS: PlanCache[tuple[tuple[Column, ...], ...]] = PlanCache(entries=8)
@@ -192,35 +192,37 @@ def envelope_levels(
         cut = F.when(matches, F.lit(slot)) if cut is None else cut.when(matches, F.lit(slot))
     assert cut is not None
 
-    def of_slot(value: Callable[[str], str | int]) -> Column:
+    def of_slot(value: Callable[[str], int]) -> Column:
         chosen: Column | None = None
         for slot in range(slots):
-            at = F.col(_CUT) == slot
+            at = F.col(SCHEMA_SLOT) == slot
             chosen = F.when(at, by_table(slot, value)) if chosen is None else chosen.when(at, by_table(slot, value))
         assert chosen is not None
         return chosen
 
-    schema_text = of_slot(lambda text: text)
     # the payload from its opening brace to the value's closing one: bytes, not characters (a
     # character position walks the UTF-8 text from its start)
     start = of_slot(lambda text: len(_head(text).encode()) - 1)
     payload = F.col("value").substr(start + 1, F.octet_length(F.col("value")) - start - 1).cast("string")
-    split = F.col(_CUT).isNotNull()
+    split = F.col(SCHEMA_SLOT).isNotNull()
     names = F.array(*[F.lit(table) for table, _ in prefixes])
+    # A split record keeps its slot, not its schema's text: the text is about three quarters of
+    # the value, and the persisted batch and the survey's grouping copied and hashed it for every
+    # record (docs/performance-journal.md, round 34). `with_schema_text` puts it back for decode.
+    is_split_envelope = _is_envelope(has_schema=split | F.col(SCHEMA_TEXT).isNotNull())
     return (
         (text.alias(JSON_TEXT), F.call_function("array_position", names, F.col(table_column)).cast("int").alias(_POSITION)),
-        (cut.alias(_CUT),),
+        (cut.alias(SCHEMA_SLOT),),
         (
-            F.when(split, schema_text).alias(_CUT_SCHEMA),
             F.when(split, payload).alias(_CUT_PAYLOAD),
             # parsed only where no known schema matched: a generator cannot be conditional, NULL text is cheap
-            F.json_tuple(F.when(~split, json), "schema", "payload").alias(_PARSED_SCHEMA, _PARSED_PAYLOAD),
+            F.json_tuple(F.when(~split, json), "schema", "payload").alias(SCHEMA_TEXT, _PARSED_PAYLOAD),
         ),
+        (F.coalesce(F.col(_CUT_PAYLOAD), F.col(_PARSED_PAYLOAD)).alias(PAYLOAD_TEXT),),
         (
-            F.coalesce(F.col(_CUT_SCHEMA), F.col(_PARSED_SCHEMA)).alias(SCHEMA_TEXT),
-            F.coalesce(F.col(_CUT_PAYLOAD), F.col(_PARSED_PAYLOAD)).alias(PAYLOAD_TEXT),
+            is_split_envelope.alias(IS_ENVELOPE),
+            (is_split_envelope & (split | F.col(SCHEMA_TEXT).isNotNull())).alias(HAS_SCHEMA),
         ),
-        (is_envelope.alias(IS_ENVELOPE), (is_envelope & F.col(SCHEMA_TEXT).isNotNull()).alias(HAS_SCHEMA)),
     )
 
 
@@ -229,9 +231,12 @@ def _head(schema: str) -> str:
     return '{"schema":' + schema + ',"payload":{'
 
 
-def _is_envelope() -> Column:
-    """The value is Kafka Connect's `{"schema": ..., "payload": ...}`, its schema possibly null."""
-    with_schema = F.col(SCHEMA_TEXT).isNotNull() & F.col(PAYLOAD_TEXT).isNotNull()
+def _is_envelope(has_schema: Column | None = None) -> Column:
+    """The value is Kafka Connect's `{"schema": ..., "payload": ...}`, its schema possibly null.
+
+    `has_schema`: the envelope's schema was found (default: SCHEMA_TEXT is not NULL)."""
+    found = F.col(SCHEMA_TEXT).isNotNull() if has_schema is None else has_schema
+    with_schema = found & F.col(PAYLOAD_TEXT).isNotNull()
     # only a record with a payload but no schema pays for listing its keys
     keys = F.sort_array(F.json_object_keys(F.col(JSON_TEXT)))
     null_schema = F.col(PAYLOAD_TEXT).isNotNull() & (keys == F.array(F.lit("payload"), F.lit("schema")))
@@ -248,3 +253,33 @@ def envelope_schema() -> Column:
     for a record without one. The same columns as decode's own, so the texts found match decode's
     comparison of each record's schema with the batch's (`_profile`) exactly."""
     return F.when(F.col(HAS_SCHEMA), F.col(SCHEMA_TEXT))
+
+
+def with_schema_text(records: DataFrame, texts: Sequence[str]) -> DataFrame:
+    """One table's `with_envelope` rows with SCHEMA_TEXT filled in where a record was split by a
+    known schema, SCHEMA_SLOT dropped: what `decode` reads. `texts`: the known texts of that table
+    that `with_envelope` was given. Rows without SCHEMA_SLOT come back as they are.
+
+    Each filled-in text is the literal itself, not a copy: Spark copies it only where a row is
+    stored, and decode compares it (`_profile`) without storing it.
+    """
+    if SCHEMA_SLOT not in records.columns:
+        return records
+    slot = F.col(SCHEMA_SLOT)
+    text = F.when(slot.isNull(), F.col(SCHEMA_TEXT))
+    for index, known in enumerate(texts):
+        text = text.when(slot == index, F.lit(known))
+    # only a caller that passes other texts than the split's reaches this: a wrong schema would type the record wrongly
+    wrong = F.raise_error(F.format_string(f"schema slot %d of {len(texts)} known texts: pass the texts with_envelope split by", slot))
+    return records.withColumn(SCHEMA_TEXT, text.otherwise(wrong.cast("string"))).drop(SCHEMA_SLOT)
+
+
+def split_schema(texts: Sequence[str], slot: int, table: str) -> str:
+    """The schema text of `table`'s records split at `slot` (SCHEMA_SLOT), from `texts`: the known
+    texts of that table that `with_envelope` was given."""
+    if not 0 <= slot < len(texts):
+        raise ValueError(
+            f"table {table}: records were split by the schema in slot {slot}, but {len(texts)} known "
+            "texts were given: pass the texts with_envelope split by"
+        )
+    return texts[slot]

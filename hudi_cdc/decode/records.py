@@ -48,6 +48,7 @@ from hudi_cdc.decode.envelope import (
     IS_ENVELOPE,
     JSON_TEXT,
     PAYLOAD_TEXT,
+    SCHEMA_SLOT,
     SCHEMA_TEXT,
     envelope_levels,
     has_envelope,
@@ -261,6 +262,8 @@ def _present(types: BatchTypes, table: TableConfig, op: Column, raw_map: Column)
 def _envelopes(raw: DataFrame) -> DataFrame:
     """Non-null values with their JSON text and, for Connect envelopes, its `schema` and `payload`
     parts: those of `with_envelope` when `raw` has them, else parsed here."""
+    if SCHEMA_SLOT in raw.columns:
+        raise ValueError("records split by known schemas need their texts first: pass them through with_schema_text")
     if has_envelope(raw):
         levels = _ENVELOPE_LEVELS.get("text", lambda: ((F.col("value").cast("string").alias(_JSON),),))
     else:

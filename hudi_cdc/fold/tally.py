@@ -22,7 +22,7 @@ count (docs/performance-journal.md, the first `make bench` run).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from hudi_cdc.commit.offsets import KafkaRange
-from hudi_cdc.decode.envelope import envelope_schema, has_envelope, with_envelope
+from hudi_cdc.decode.envelope import SCHEMA_SLOT, envelope_schema, has_envelope, split_schema, with_envelope
 from hudi_cdc.decode.records import DecodeResult
 from hudi_cdc.decode.schema import SchemaUse, most_used_first
 from hudi_cdc.events import KAFKA_PARTITION, KAFKA_TOPIC, OP, ORDER, SOURCE, TS_MS, Op
@@ -38,7 +38,9 @@ from hudi_cdc.fold.collapse import Truncation
 from hudi_cdc.kafka.routing import TABLE_COLUMN
 
 _ENVELOPE_SCHEMA = "__envelope_schema"
-"""The survey's column: a record's envelope schema text."""
+"""The survey's column: a parsed record's envelope schema text."""
+_ENVELOPE_SLOT = "__envelope_slot"
+"""The survey's column: a split record's schema slot (SCHEMA_SLOT)."""
 
 
 @dataclass(frozen=True)
@@ -56,23 +58,29 @@ class TableRecords:
     pipeline applies the tables of a batch oldest first (`job.pipeline.oldest_first`)."""
 
 
-def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str | None, TableRecords]:
+def survey(
+    routed: DataFrame, *, schemas_of: Collection[str] = (), split_by: Mapping[str, Sequence[str]] | None = None
+) -> dict[str | None, TableRecords]:
     """Per table (None: records no route takes): records read, tombstones, Kafka range.
 
     For the tables named in `schemas_of` (JSON tables typed by their envelopes) the same job also
     finds their distinct envelope schemas, which decode would otherwise find in a job per table:
     from `with_envelope`'s columns when `routed` has them (the pipeline finds them once for the
-    survey and decode), else parsed here.
+    survey and decode), else parsed here. `split_by`: the known texts `with_envelope` split
+    `routed` by; a split record is grouped by its schema's slot, not its text (the text is most
+    of the record), and named here.
     """
     if schemas_of and not has_envelope(routed):
         routed = with_envelope(routed, F.col(TABLE_COLUMN).isin(*schemas_of))
-    schema = F.when(F.col(TABLE_COLUMN).isin(*schemas_of), envelope_schema()) if schemas_of else F.lit(None)
-    with_schema = routed.withColumn(_ENVELOPE_SCHEMA, schema.cast("string"))
+    enveloped = F.col(TABLE_COLUMN).isin(*schemas_of)
+    schema = F.when(enveloped, envelope_schema()) if schemas_of else F.lit(None)
+    slot = F.when(enveloped, F.col(SCHEMA_SLOT)) if schemas_of and SCHEMA_SLOT in routed.columns else F.lit(None)
+    with_schema = routed.withColumn(_ENVELOPE_SCHEMA, schema.cast("string")).withColumn(_ENVELOPE_SLOT, slot.cast("int"))
     has_time = "timestamp" in routed.columns
     newest = F.max("timestamp") if has_time else F.lit(None)
     oldest = F.min("timestamp") if has_time else F.lit(None)
     rows = (
-        with_schema.groupBy(TABLE_COLUMN, "topic", "partition", _ENVELOPE_SCHEMA)
+        with_schema.groupBy(TABLE_COLUMN, "topic", "partition", _ENVELOPE_SCHEMA, _ENVELOPE_SLOT)
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col("value").isNull().cast("int")).alias("tombstones"),
@@ -97,6 +105,8 @@ def survey(routed: DataFrame, *, schemas_of: Collection[str] = ()) -> dict[str |
         if row["oldest"] is not None and (name not in oldest_of or row["oldest"] < oldest_of[name]):
             oldest_of[name] = row["oldest"]
         text = row[_ENVELOPE_SCHEMA]
+        if row[_ENVELOPE_SLOT] is not None:
+            text = split_schema((split_by or {}).get(name, ()), int(row[_ENVELOPE_SLOT]), str(name))
         if text is not None:
             use = SchemaUse(text, int(row["n"]), row["ts"], int(row["hi"]))
             known = uses.setdefault(name, {})

@@ -24,7 +24,7 @@ from hudi_cdc.commit.metrics import BatchMetrics, TableMetrics
 from hudi_cdc.commit.offsets import first_offsets
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.dead_letters.store import raw_as_rejects
-from hudi_cdc.decode.envelope import KNOWN, sampled_schemas, with_envelope
+from hudi_cdc.decode.envelope import KNOWN, sampled_schemas, with_envelope, with_schema_text
 from hudi_cdc.errors import CdcError, KeyColumnsMissing, TableFailure
 from hudi_cdc.fold.tally import TableRecords, survey, survey_table
 from hudi_cdc.job.catalog import Unmade
@@ -62,7 +62,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
     try:
         # tables typed by their JSON envelopes: the survey finds their schemas for decode
         enveloped = [t.name for t in ctx.config.tables if t.mode != "patch" and not uses_avro(t)]
-        received = survey(routed, schemas_of=enveloped)
+        received = survey(routed, schemas_of=enveloped, split_by=known)
         KNOWN.learn({name: r.envelopes for name, r in received.items() if name is not None and r.envelopes})
         metrics.first_read = first_offsets(r.kafka for r in received.values())
         unrouted = received.pop(None, None)
@@ -92,6 +92,7 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
             if batch is None:
                 return TableMetrics(table=table.name)  # caught up meanwhile, nothing in this batch
             records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN).coalesce(tasks_for(batch.read))
+            records = with_schema_text(records, known.get(table.name, ()))
             try:
                 return apply_isolating(apply_table, records, batch, table, ctx)
             except (TableFailure, KeyColumnsMissing) as failure:

@@ -15,10 +15,12 @@ from hudi_cdc.decode.envelope import (
     HAS_SCHEMA,
     IS_ENVELOPE,
     PAYLOAD_TEXT,
+    SCHEMA_SLOT,
     SCHEMA_TEXT,
     KnownEnvelopes,
     sampled_schemas,
     with_envelope,
+    with_schema_text,
 )
 from hudi_cdc.decode.records import decode
 from hudi_cdc.fold.tally import survey
@@ -80,10 +82,15 @@ def test_a_value_of_a_known_schema_is_split_by_bytes_and_reads_as_the_parsed_one
 
     columns = ["offset", SCHEMA_TEXT, PAYLOAD_TEXT, IS_ENVELOPE, HAS_SCHEMA]
     before = {r["offset"]: r for r in parsed.select(*columns).collect()}
-    after = {r["offset"]: r for r in with_envelope(batch, read, known={"t": [known_text]}, table_column=TABLE_COLUMN).select(*columns).collect()}  # fmt: skip
+    split = with_envelope(batch, read, known={"t": [known_text]}, table_column=TABLE_COLUMN)
+    # what the batch persists: a split record's slot, not its schema's text
+    stored = {r["offset"]: r for r in split.select("offset", SCHEMA_SLOT, SCHEMA_TEXT).collect()}
+    after = {r["offset"]: r for r in with_schema_text(split, [known_text]).select(*columns).collect()}
     values = _values()
     for offset, (name, _, value) in enumerate(values):
         ours, theirs = after[offset], before[offset]
+        slot, text = stored[offset][SCHEMA_SLOT], stored[offset][SCHEMA_TEXT]
+        assert (slot, text) == ((0, None) if name in _SPLIT else (None, theirs[SCHEMA_TEXT])), name
         if name in _SPLIT:
             # the payload is the value's own bytes, from its opening brace to the last one but one
             start = value.index(b',"payload":{') + len(b',"payload":')
@@ -116,8 +123,9 @@ def test_decode_reads_the_same_events_and_rejects_from_split_values(spark: Spark
     results = []
     for known in (None, {"t": [known_text]}):
         enveloped = with_envelope(batch, read, known=known, table_column=TABLE_COLUMN)
-        envelopes = survey(enveloped, schemas_of=["t"])["t"].envelopes
-        results.append(decode(enveloped.drop(TABLE_COLUMN), table, envelopes=envelopes).cached())
+        envelopes = survey(enveloped, schemas_of=["t"], split_by=known)["t"].envelopes
+        records = with_schema_text(enveloped.drop(TABLE_COLUMN), (known or {}).get("t", ()))
+        results.append(decode(records, table, envelopes=envelopes).cached())
     parsed, split = results
     try:
         for part in ("events", "rejects", "skipped"):
@@ -171,7 +179,41 @@ def test_a_record_is_split_only_by_its_own_tables_schemas(spark: SparkSession) -
     # u knows only another schema; v is known with two texts, the record's second; w is unknown
     known = {"t": [text], "u": [wider], "v": [wider, text], **{f"x{i}": [wider] for i in range(50)}}
     enveloped = with_envelope(batch, F.lit(True), known=known, table_column=TABLE_COLUMN)
-    payloads = {r[TABLE_COLUMN]: r[PAYLOAD_TEXT] for r in enveloped.select(TABLE_COLUMN, PAYLOAD_TEXT).collect()}
+    found = {r[TABLE_COLUMN]: r for r in enveloped.select(TABLE_COLUMN, PAYLOAD_TEXT, SCHEMA_SLOT).collect()}
+    payloads = {t: r[PAYLOAD_TEXT] for t, r in found.items()}
+    assert [found[t][SCHEMA_SLOT] for t in "tuvw"] == [0, None, 1, None]
     # split: the value's own bytes (\\u00e9); parsed: written anew (é)
     assert ["\\u00e9" in payloads[t] for t in "tuvw"] == [True, False, True, False], payloads
     assert all(json.loads(p)["after"]["name"] == "é" for p in payloads.values())
+
+
+def test_split_records_are_read_only_with_the_texts_they_were_split_by(spark: SparkSession) -> None:
+    """A slot means nothing without its texts: every reader of split rows is given them, or fails."""
+    narrow = _compact(_as_dict(SOURCE.change("c", after={"id": 1, "name": "a"}, pos=100)))
+    wide = _compact(_as_dict(WIDER.change("c", after={"id": 2, "name": "b", "age": 3}, pos=200)))
+    text = json.dumps(_as_dict(SOURCE.change("c"))["schema"], separators=(",", ":"))
+    wider = json.dumps(_as_dict(WIDER.change("c"))["schema"], separators=(",", ":"))
+    rows = [(b'{"id":1}', narrow, "s.d.t", 0, 0, T0, "t"), (b'{"id":2}', wide, "s.d.t", 0, 1, T0, "t")]
+    batch = spark.createDataFrame(rows, KAFKA_COLUMNS + f", {TABLE_COLUMN} string")
+    known = {"t": [wider, text]}
+    enveloped = with_envelope(batch, F.lit(True), known=known, table_column=TABLE_COLUMN)
+
+    # the survey names both schemas from their slots, most used first then newest
+    assert survey(enveloped, schemas_of=["t"], split_by=known)["t"].envelopes == (wider, text)
+    with pytest.raises(ValueError, match="table t: records were split by the schema in slot"):
+        survey(enveloped, schemas_of=["t"])
+    records = enveloped.drop(TABLE_COLUMN)
+    with pytest.raises(ValueError, match="with_schema_text"):
+        decode(records, TableConfig(name="t", key=["id"], base_path="/unused"), envelopes=[wider, text])
+    with pytest.raises(Exception, match="pass the texts with_envelope split by"):
+        with_schema_text(records, [wider]).select(SCHEMA_TEXT).collect()
+
+    # two schemas in one batch: each record typed by its own (decode compares the filled-in texts)
+    table = TableConfig(name="t", key=["id"], base_path="/unused")
+    decoded = decode(with_schema_text(records, known["t"]), table, envelopes=[wider, text]).cached()
+    try:
+        events = {r["id"]: r for r in decoded.events.collect()}
+        assert decoded.rejects.count() == 0 and set(events) == {1, 2}
+        assert (events[1]["name"], events[1]["age"]) == ("a", None) and (events[2]["name"], events[2]["age"]) == ("b", 3)
+    finally:
+        release(decoded.parsed)
