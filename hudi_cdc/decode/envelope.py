@@ -8,6 +8,10 @@ starts with a schema the job has already seen, exactly as JsonConverter writes i
 rest of the value up to the final `}`. Every other record (the first of a new schema, a
 pretty-printed value, a null or non-object payload) is parsed as before. `KnownEnvelopes` is
 what the job has seen; the pipeline teaches it each batch's schemas after the survey.
+
+A split record carries the place of its schema among its table's known texts (SCHEMA_SLOT), not
+the text: the batch is persisted and grouped by it, so whoever reads split rows is given the
+texts they were split by (`tally.survey`'s `split_by`, `with_schema_text` before `decode`).
 """
 
 from __future__ import annotations
