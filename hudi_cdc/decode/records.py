@@ -66,7 +66,7 @@ from hudi_cdc.decode.order import (
 )
 from hudi_cdc.decode.schema import DECLARED, BatchTypes, batch_types, distinct_schemas, held_decimals
 from hudi_cdc.decode.toast import toast_values
-from hudi_cdc.decode.values import Values, typed_values
+from hudi_cdc.decode.values import KeyReader, Values, typed_values
 from hudi_cdc.events import (
     KAFKA_OFFSET,
     KAFKA_ORDERING,
@@ -97,7 +97,6 @@ _IMAGE = "__image"
 _RAW = "__raw"
 _HAS_IMAGE = "__has_image"
 _UNPARSED = "__unparsed"
-_KEY_PARTS = "__key_parts"
 _VALUE = "__value"
 _IMAGE_VALUE = "__image_value"
 _PRESENT = "__present"
@@ -329,7 +328,7 @@ def _change_envelope(table: TableConfig, envelopes: list[str], types: BatchTypes
             [F.from_json(F.col(_IMAGE), "map<string,string>").alias(_RAW), F.col(_IMAGE).isNotNull().alias(_HAS_IMAGE)],
         ]
     return [
-        [payload.alias(_PAYLOAD), _profile(table, envelopes).alias(_PROFILE), _key_parts().alias(_KEY_PARTS)],
+        [payload.alias(_PAYLOAD), _profile(table, envelopes).alias(_PROFILE)],
         *change_levels,
         *image_levels,
     ]
@@ -368,21 +367,41 @@ def _parsed_or_null(text: Column, schema: StructType) -> Column:
     return F.from_json(text, schema) if schema.fields else F.lit(None).cast(schema)
 
 
-def _key_parts() -> Column:
-    """The Kafka key's `schema` and `payload` as JSON texts (NULL when it has none): one parse.
+_KEY_SCHEMA = StructType([StructField("type", StringType())])
+"""A Connect key schema, read only far enough to tell it is there (its other fields are skipped)."""
+_KEY_ENVELOPE = ("schema", "payload")
 
-    A string field of `from_json` keeps an object's JSON text, as `get_json_object` returns it;
-    three of those per record cost three parses.
+
+def _key_parse(key_wire: StructType) -> Column:
+    """The Kafka key parsed once, for both of its forms: as a Connect envelope (`schema`,
+    `payload` typed as `key_wire`) and, unless a key column is named like an envelope's part, as
+    the key columns themselves (a key written without a schema). `_key_field` picks one.
+
+    Why not the envelope's parts as text first: a string field of `from_json` that meets a JSON
+    object writes the object anew through a JSON generator, and the key's schema and payload
+    made two such copies per record, 16% of decode's samples, then a second parse of the payload
+    (docs/performance-journal.md, round 35).
     """
-    return F.from_json(F.col("key").cast("string"), "struct<schema:string,payload:string>")
+    fields = [StructField("schema", _KEY_SCHEMA), StructField("payload", key_wire)]
+    if not _named_like_envelope(key_wire):
+        fields += key_wire.fields
+    return F.from_json(F.col("key").cast("string"), StructType(fields))
 
 
-def _key_payload() -> Column:
-    """The Kafka key's JSON: its `payload` when it is a Connect envelope."""
-    parts = F.col(_KEY_PARTS)
-    return F.when(parts["schema"].isNotNull() & parts["payload"].isNotNull(), parts["payload"]).otherwise(
-        F.col("key").cast("string")
-    )
+def _key_field(parsed: Column, key_wire: StructType, name: str) -> Column:
+    """Key column `name` from `_key_parse`'s column: the envelope's payload's when the key is a
+    Connect envelope, else the key's own field."""
+    enveloped = parsed["schema"].isNotNull() & parsed["payload"].isNotNull()
+    if _named_like_envelope(key_wire):  # rare: the key is parsed again, only where it is no envelope
+        plain = F.from_json(F.col("key").cast("string"), key_wire)[name]
+    else:
+        plain = parsed[name]
+    return F.when(enveloped, parsed["payload"][name]).otherwise(plain)
+
+
+def _named_like_envelope(key_wire: StructType) -> bool:
+    """A key column is named `schema` or `payload` (in any case, as Spark resolves names)."""
+    return any(name.lower() in _KEY_ENVELOPE for name in key_wire.fieldNames())
 
 
 def _order(table: TableConfig, types: BatchTypes, values: Values, op: Column) -> Order:
@@ -508,7 +527,7 @@ def _plan(table: TableConfig, envelopes: list[str], stored: StructType | None, *
         types,
         table,
         typed_image=lambda wire: _typed_image(table, wire),
-        key_json=_key_payload(),
+        key=KeyReader(parse=_key_parse, field=_key_field),
         top=F.col(_TOP) if table.mode == "patch" else None,
         profile=F.col(_PROFILE),
     )

@@ -52,20 +52,31 @@ def _pick(
     return choice if choice is not None else F.lit(None).cast(target)
 
 
+@dataclass(frozen=True)
+class KeyReader:
+    """How the key columns are read from a record's Kafka key, in two steps so that the key is
+    parsed once per record: `parse(key_wire)`, a column of its own, and `field(parsed, key_wire,
+    name)`, each key column from that column."""
+
+    parse: Callable[[StructType], Column]
+    field: Callable[[Column, StructType, str], Column]
+
+
 def typed_values(
     types: BatchTypes,
     table: TableConfig,
     *,
     typed_image: Callable[[StructType], Column],
-    key_json: Column,
+    key: KeyReader,
     top: Column | None,
     profile: Column,
 ) -> tuple[dict[str, Column], Values]:
     """Parse each record's image (and Kafka key) once per distinct wire struct; return typed values.
 
     Returns the parse columns to add to the records (one level, see `plan_cache.with_levels`) and the typed values over
-    them. `typed_image(wire)` is each record's image parsed as that struct. `top` is the parsed top level of a patch
-    message, whose key columns come before the Kafka key.
+    them. `typed_image(wire)` is each record's image parsed as that struct, `key` reads the key columns from the Kafka
+    key. `top` is the parsed top level of a patch message, whose key columns come before
+    the Kafka key.
     """
     parses: dict[str, Column] = {}
     wires: list[StructType] = []
@@ -75,7 +86,7 @@ def typed_values(
             wires.append(p.wire)
         parse_of.append(wires.index(p.wire))
     count = len(types.profiles)
-    keyed: set[int] = set()
+    keyed: dict[int, StructType] = {}
     for j, wire in enumerate(wires):
         if not wire.fields:
             continue
@@ -86,9 +97,9 @@ def typed_values(
         parses[f"{_TYPED}{j}"] = parsed if only is None else F.when(only, parsed)
         key_wire = StructType([f for f in wire.fields if f.name in table.key])
         if key_wire.fields:
-            key_parsed = F.from_json(key_json, key_wire)
+            key_parsed = key.parse(key_wire)
             parses[f"{_KEYED}{j}"] = key_parsed if only is None else F.when(only, key_parsed)
-            keyed.add(j)
+            keyed[j] = key_wire
 
     unmasked: dict[str, Column] = {}
     image_only: dict[str, Column] = {}
@@ -111,7 +122,7 @@ def typed_values(
             if name in table.key:
                 sources = [_converted(column_type, top[name], target)] if top is not None else []
                 if j in keyed:
-                    sources.append(_converted(column_type, F.col(f"{_KEYED}{j}")[name], target))
+                    sources.append(_converted(column_type, key.field(F.col(f"{_KEYED}{j}"), keyed[j], name), target))
                 value = F.coalesce(*sources, from_image)
             signature = (
                 f"{j}|{column_type.kind}|{column_type.wire.simpleString()}|{column_type.spark.simpleString()}"

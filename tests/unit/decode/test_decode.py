@@ -484,9 +484,26 @@ def test_delete_with_null_before_takes_the_key_from_the_kafka_key(spark: SparkSe
     envelope = json.loads(value or b"")
     envelope["payload"]["before"] = None
     plain_key = json.dumps({"id": 1005}).encode()  # schemas.enable=false on the key converter
-    records = [(key, json.dumps(envelope).encode()), (plain_key, json.dumps(envelope).encode())]
-    events = by_offset(decode_cached(kafka_rows(spark, records), CUSTOMERS_TABLE).events)
-    assert (events[0]["id"], events[1]["id"]) == (1004, 1005)
+    connect_key = json.loads(key or b"")
+    reordered = json.dumps({"payload": {"id": 1006}, "schema": connect_key["schema"]}).encode()
+    no_payload = json.dumps({"schema": connect_key["schema"], "payload": None}).encode()
+    keys = [key, plain_key, reordered, no_payload]
+    result = decode_cached(kafka_rows(spark, [(k, json.dumps(envelope).encode()) for k in keys]), CUSTOMERS_TABLE)
+    events = by_offset(result.events)
+    assert [events[offset]["id"] for offset in range(3)] == [1004, 1005, 1006]
+    # an envelope key without a payload gives no key, and the delete has no image to take one from
+    assert [(r["offset"], r["error_class"]) for r in result.rejects.collect()] == [(3, "MissingKey")]
+
+
+def test_a_key_column_named_like_a_connect_envelopes_part_is_read_from_either_form_of_key(spark: SparkSession) -> None:
+    table = TableConfig(name="t", key=["payload"], base_path="/unused", columns={"payload": "int", "v": "string"})
+    value = {"op": "c", "after": {"v": "x"}, "source": {"connector": "mysql", "ts_ms": 1}, "ts_ms": 1}
+    plain = json.dumps({"payload": 7}).encode()
+    schema = {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "payload"}], "optional": False}
+    connect = json.dumps({"schema": schema, "payload": {"payload": 8}}).encode()
+    records = [(plain, json.dumps(value).encode()), (connect, json.dumps(value).encode())]
+    events = by_offset(decode_cached(kafka_rows(spark, records), table).events)
+    assert [(events[o]["payload"], events[o]["v"]) for o in range(2)] == [(7, "x"), (8, "x")]
 
 
 def test_truncate_has_no_key_and_no_columns(spark: SparkSession) -> None:
