@@ -637,10 +637,11 @@ def test_order_expressions_equal_their_python_twins(spark: SparkSession) -> None
     """Spark's ORDER strings equal events.py's for many positions, boundaries included."""
     rng = random.Random(20240601)
     rows, expected = [], {}
-    for i in range(45):
-        file_seq, row = rng.choice([0, 1, 999_999]), rng.randrange(500)
+    for i in range(90):
+        # values at and past each field's width: printf's %0Nd pads, and writes a wider value whole
+        file_seq, row = rng.choice([0, 1, 999_999, 9_999_999_999]), rng.choice([rng.randrange(500), 10**10, 2**63 - 1])
         pos = rng.choice([0, 4, 2**63 - 1, rng.randrange(2**40)])
-        partition, offset = rng.randrange(100), rng.choice([0, i, 2**62 + i])
+        partition, offset = rng.choice([rng.randrange(100), 99_999, 100_000, 2**31 - 1]), rng.choice([0, i, 2**62 + i])
         op, flag = rng.choice(
             [("r", "true"), ("r", "incremental"), ("c", "false"), ("u", "last"), ("d", None)]
         )
@@ -677,6 +678,10 @@ def test_order_expressions_equal_their_python_twins(spark: SparkSession) -> None
     table = TableConfig(name="t", key=["id"], base_path="/unused", columns={"id": "int"})
     events = decode_cached(spark.createDataFrame(rows, KAFKA_COLUMNS), table).events.collect()
     assert {r["id"]: r["_cdc_order"] for r in events} == expected
+    binlogs = {i: json.loads(rows[i][1])["source"] for i in range(0, 90, 3)}
+    assert {r["id"]: r["_cdc_source"] for r in events if r["id"] in binlogs} == {
+        i: f"{s['file']}:{s['pos']}:{s['row']}" for i, s in binlogs.items()
+    }
 
 
 # ---- rejects: one batch of bad records next to a good one ------------------------------------
