@@ -379,7 +379,7 @@ def _key_parse(key_wire: StructType) -> Column:
 
     Why not the envelope's parts as text first: a string field of `from_json` that meets a JSON
     object writes the object anew through a JSON generator, and the key's schema and payload
-    made two such copies per record, 16% of decode's samples, then a second parse of the payload
+    made two such copies per record, a fifth of decode's executor samples, then a second parse of the payload
     (docs/performance-journal.md, round 35).
     """
     fields = [StructField("schema", _KEY_SCHEMA), StructField("payload", key_wire)]
