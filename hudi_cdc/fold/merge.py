@@ -8,6 +8,9 @@ state did not change are not written at all.
 
 from __future__ import annotations
 
+import time
+from decimal import Decimal
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -58,12 +61,29 @@ def key_state(table: TableConfig) -> Column:
     return F.when(written & ~F.col(HAD_ROW), F.lit(NEW_KEY)).when(unlocated, F.lit(UNLOCATED))
 
 
+def ingested_now() -> Column:
+    """This moment as a timestamp, the same in every row, written into no generated class.
+
+    Why not `current_timestamp()`: the optimizer replaces it with a timestamp literal, and Spark
+    writes such literals into the Java source it generates, so every table's write compiled two
+    classes of its own in every batch (and the JIT compiled their methods again). A decimal
+    literal reaches generated code by reference, so the source stays the same from batch to
+    batch; the non-deterministic `spark_partition_id() * 0` keeps the optimizer from folding the
+    conversion back into a timestamp literal. It costs a decimal addition per written row.
+    """
+    micros = F.lit(Decimal(time.time_ns() // 1_000))
+    now = F.timestamp_micros((micros + F.spark_partition_id() * 0).cast("long"))
+    # never NULL, but decimal arithmetic is typed nullable: the stored column stays NOT NULL, as
+    # current_timestamp() made it (the epoch is the same literal in every batch)
+    return F.coalesce(now, F.timestamp_micros(F.lit(0)))
+
+
 def rows_to_write(folded: DataFrame, schema: StructType, table: TableConfig, *, located: bool = False) -> DataFrame:
     """The upserts (and, on hard-delete tables, `_hoodie_is_deleted` rows) for one batch.
 
     `located`: Hudi's meta columns in front, from each key's stored location (`hudi.prepped`).
     """
-    out = folded.filter(_written(table)).withColumn(INGESTED_AT, F.current_timestamp())
+    out = folded.filter(_written(table)).withColumn(INGESTED_AT, ingested_now())
     location = [prepped.LOCATION] if located else []
     if table.deletes == "soft":
         out = out.withColumn(DELETED, ~F.col(EXISTS)).select(*stored_columns(schema, table), *location)
