@@ -1,4 +1,4 @@
-"""What the offline cost benches (decode_cost, envelope_cost, envelope_split) share: their
+"""What the offline cost benches (decode_cost, envelope_cost, envelope_split, table_reads) share: their
 command line, a local Spark, and ways run alternately after warm-up rounds, so that the JIT and
 code generation are paid before timing and the machine's drift hits every way alike."""
 
