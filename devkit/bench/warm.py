@@ -8,6 +8,7 @@
     python -m devkit.bench.warm --list-jobs        # also the Spark jobs of the last batch, from Spark's REST API
     python -m devkit.bench.warm --rules [--hudi-sql]   # also Catalyst's time per rule [with Hudi's SQL extension]
     python -m devkit.bench.warm --codegen          # also the classes code generation compiled in each batch
+    python -m devkit.bench.warm --jfr build/warm.jfr   # also where the driver's table threads spend their samples
     python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
     python -m devkit.bench.warm --tables 8 --ab-option hoodie.metadata.enable=true
                                                    # in-process A/B: odd tables get the option; their commits' wall time compared
@@ -31,9 +32,12 @@ import pstats
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -48,7 +52,7 @@ from devkit.debezium import KafkaRecord
 from devkit.services import run_dir
 from hudi_cdc.config.models import parse_config
 from hudi_cdc.job.pipeline import BatchContext, run_batch
-from hudi_cdc.spark.session import get_or_create_session
+from hudi_cdc.spark.session import DRIVER_JAVA_OPTIONS, get_or_create_session, jvm
 
 LAST_BATCH = "bench-warm-last-batch"
 """The Spark job group of the last batch (`--list-jobs`)."""
@@ -56,6 +60,26 @@ WARM_UP = 3
 """Batches left out of the figures: they pay class loading, JIT and code generation."""
 _KAFKA_COLUMNS = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 _T0 = dt.datetime(2026, 11, 1)
+JFR_STACK_DEPTH = 256
+"""Frames the Flight Recorder keeps of a stack (`--jfr`): its default of 64 cuts Spark's deep
+planning stacks before the frames that say which step they belong to."""
+DRIVER_THREAD = re.compile(r'sampledThread = "Thread-\d+"')
+"""The driver's threads that run a table's batch: Py4J's, which serve the Python driver's calls."""
+DRIVER_FRAMES = {
+    "org.apache.hudi.": "Hudi (its writer, file index, timeline)",
+    "HoodieSparkSqlWriter": "  of it, Hudi's DataFrame writer",
+    "sql.catalyst.analysis.": "Catalyst's analysis",
+    "sql.catalyst.optimizer.": "Catalyst's optimizer rules",
+    "AdaptiveSparkPlanExec": "adaptive execution: its stages and re-planning",
+    "WholeStageCodegenExec.doCodeGen": "whole-stage code generation (the source text; compiles are cached)",
+    "ClosureCleaner": "closure cleaning",
+    "ClosureCleaner$.ensureSerializable": "  of it, serializing each closure to check it",
+    "ClassReader": "  of it, reading closures' class files again",
+    "QueryExecution.explainString": "plan descriptions for the SQL listener's events (planning they trigger included)",
+    "ExplainUtils": "  of it, the explain text itself",
+    "SparkContext.runJob": "submitting jobs and waiting on them",
+}
+"""Markers (a substring of a frame) whose inclusive share of the driver threads' samples `--jfr` prints."""
 
 
 class KafkaRows:
@@ -98,11 +122,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="print Catalyst's time per analyzer and optimizer rule over the warm batches")
     parser.add_argument("--codegen", action="store_true",
                         help="print how many classes Spark's code generation compiled in each warm batch (its cache's misses)")
+    parser.add_argument("--jfr", type=Path, default=None, metavar="PATH",
+                        help="record the warm batches with the Flight Recorder to PATH; print where the driver's "
+                             "table threads spend their samples")  # fmt: skip
     args = parser.parse_args(argv)
     root = run_dir("bench-warm")
     shutil.rmtree(root, ignore_errors=True)
     ui = {"spark.ui.enabled": "true", "spark.ui.port": "0"} if args.list_jobs else {}
     settings = dict(option.split("=", 1) for option in args.spark_conf)
+    if args.jfr:
+        depth = f"-XX:FlightRecorderOptions:stackdepth={JFR_STACK_DEPTH}"
+        settings[DRIVER_JAVA_OPTIONS] = f"{settings.get(DRIVER_JAVA_OPTIONS, '')} {depth}".strip()
     spark = get_or_create_session(app_name="bench-warm", extra_conf={"spark.master": "local[2]", **ui, **settings},
                                   hudi_sql=args.hudi_sql)
     spark.sparkContext.setLogLevel("ERROR")
@@ -133,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     listed_from = 0.0
     compiled: list[int] = []
     """Of each warm batch: the classes code generation compiled (each a miss of its cache)."""
+    recording: Any = None
+    """The Flight Recorder's recording of the warm batches (`--jfr`)."""
     for batch_id in range(1, args.batches + 1):
         raw = offsets.rows([(t.topic, r) for t, each in zip(sources, updates, strict=True)
                             for r in itertools.islice(each, args.batch)])  # fmt: skip
@@ -141,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             threads_before = jvm_thread_cpu(spark)
         if batch_id == WARM_UP + 1 and args.rules:
             _rule_executor(spark).resetMetrics()
+        if batch_id == WARM_UP + 1 and args.jfr:
+            recording = jvm(spark).jdk.jfr.Recording(jvm(spark).jdk.jfr.Configuration.getConfiguration("profile"))
+            recording.start()
         codegen0 = codegen_compiles(spark) if args.codegen else 0
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
@@ -162,6 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     rules = rules_text(spark, batches=len(cpu)) if args.rules else ""
+    java_home = Path(jvm(spark).java.lang.System.getProperty("java.home"))
+    if recording is not None:
+        recording.stop()
+        args.jfr.parent.mkdir(parents=True, exist_ok=True)
+        recording.dump(jvm(spark).java.io.File(str(args.jfr.resolve())).toPath())
+        recording.close()
     spark.stop()
     tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
     tables += f", beside {args.idle_tables} idle tables" if args.idle_tables else ""
@@ -181,9 +222,27 @@ def main(argv: list[str] | None = None) -> int:
         print(jobs)
     if rules:
         print(rules)
+    if args.jfr:
+        print(driver_samples_text(java_home / "bin" / "jfr", args.jfr, batches=len(cpu)))
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
+
+
+def driver_samples_text(tool: Path, recording: Path, batches: int) -> str:
+    """Of the recording's execution samples, the driver's table threads' share, and the share of
+    those with each of `DRIVER_FRAMES` on the stack (a sample counts once per marker, so the shares
+    overlap: Hudi's writer runs Catalyst too)."""
+    printed = subprocess.run([str(tool), "print", "--stack-depth", str(JFR_STACK_DEPTH), "--events", "jdk.ExecutionSample",
+                              str(recording)], check=True, capture_output=True, text=True).stdout  # fmt: skip
+    samples = printed.split("jdk.ExecutionSample")[1:]
+    driver = [sample for sample in samples if DRIVER_THREAD.search(sample)]
+    inside = Counter(marker for sample in driver for marker in DRIVER_FRAMES if marker in sample)
+    lines = [f"-- Flight Recorder over the {batches} warm batches ({recording}): {len(samples)} execution samples, "
+             f"{len(driver)} ({len(driver) / max(len(samples), 1):.0%}) in the driver's table threads; of those, "
+             "with the frame on the stack:"]  # fmt: skip
+    lines += [f"  {inside[marker] / max(len(driver), 1):6.1%}  {what}" for marker, what in DRIVER_FRAMES.items()]
+    return "\n".join(lines)
 
 
 def codegen_compiles(spark: SparkSession) -> int:

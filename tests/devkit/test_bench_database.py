@@ -11,6 +11,7 @@ from collections import Counter
 import pytest
 
 from devkit.bench.database import expected_touched, fit, per_batch, per_table, trickle, zipf_weights
+from devkit.bench.deferral import model
 from devkit.bench.freshness import Sent
 from devkit.bench.jobs import JobSpec, hudi_cdc_config
 from devkit.bench.workloads import source
@@ -73,3 +74,19 @@ def test_the_hudi_cdc_config_of_the_database_is_one_template_keyed_by_the_kafka_
     assert template.key is None and template.base_path == "/lake/{name}"
     assert template.settings.get("type") == "MERGE_ON_READ"
     assert template.match("bench.db_17.accounts") == {"table": "db_17"} and template.match("bench.start_1.accounts") is None
+
+
+def test_the_deferral_model_commits_every_table_with_records_at_interval_zero() -> None:
+    every_batch = model(tables=50, rate=2, skew=1.0, batch_seconds=10, interval=0, batches=300)
+    assert every_batch.commits_per_touched == 1.0
+    # arrived within the batch before its cut, committed half way through the next: 5 to 15 s
+    assert 5 <= every_batch.p50_wait <= every_batch.p95_wait <= 15
+
+
+def test_the_deferral_model_trades_commits_for_waits_as_the_interval_grows() -> None:
+    runs = [model(tables=50, rate=2, skew=1.0, batch_seconds=10, interval=i, batches=300) for i in (0, 30, 60)]
+    assert [r.commits_per_batch for r in runs] == sorted((r.commits_per_batch for r in runs), reverse=True)
+    assert runs[2].commits_per_batch < 0.9 * runs[0].commits_per_batch
+    assert runs[2].p95_wait > runs[0].p95_wait + 30  # a deferred record waits out most of the interval
+    # a deferred table still holds records at the next cut, so it counts among that batch's tables
+    assert runs[2].touched_per_batch > runs[0].touched_per_batch
