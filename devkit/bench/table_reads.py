@@ -6,7 +6,7 @@ topics the batch holds: does a touched table cost more in a batch of more tables
 
 A batch of N topics is persisted with one partition per topic, as the Kafka source reads it.
 Every topic's records are then filtered from it and aggregated in a Spark job of their own, as
-`job.pipeline` reads a table's records: coalesced to `pipeline.tasks_for` tasks, against every
+`job.pipeline` reads a table's records: coalesced to `sizing.tasks_for` tasks, against every
 partition of the batch (before round 23). Prints the CPU seconds and wall seconds per table of
 each way, after warm-up rounds (docs/performance-journal.md, round 36). No Kafka, no Hudi.
 """
@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import alternately, arguments, local_spark
-from hudi_cdc.job.pipeline import tasks_for
+from hudi_cdc.job.sizing import tasks_for
 
 WAYS = ("coalesced", "every-partition")
 

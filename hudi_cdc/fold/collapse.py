@@ -89,9 +89,14 @@ class FoldResult:
     key: list[str]
     floor: str = ""
     """The remembered truncate order: events at or before it are late."""
+    one_task: bool = False
+    """Judge the events in one task, with no shuffle (as `fold`'s `one_task`)."""
 
     def outcomes_for(self, rows: DataFrame) -> DataFrame:
         """Outcomes judged against `rows` (pass a persisted copy of `rows` to avoid refolding)."""
+        if self.one_task:
+            # a merge join of two single partitions needs no shuffle; a broadcast would cost a job
+            return _outcomes(self.events.coalesce(1), rows.coalesce(1).hint("merge"), self.columns, self.key, self.floor)
         return _outcomes(self.events, rows, self.columns, self.key, self.floor)
 
 
@@ -285,6 +290,7 @@ def fold(
     remembered: Truncation | None = None,
     sticky: frozenset[str] = frozenset(),
     carried: tuple[str, ...] = (),
+    one_task: bool = False,
 ) -> FoldResult:
     """Fold `events` (no truncates) onto `stored` (the table's rows for the touched keys).
 
@@ -300,6 +306,8 @@ def fold(
         sticky: columns a delete does not clear (the partition columns).
         carried: columns of `stored` each key's folded row keeps as they are (NULL for a key with
             no stored row), such as the stored row's location in the table (`hudi.prepped`).
+        one_task: fold (and later judge the events) in one task, with no shuffle: for a batch
+            and a table small enough (`job.sizing.in_one_task`). The same rows either way.
     """
     columns = [f.name for f in schema.fields]
     # the newest truncate known, this batch's or a remembered one: a delete of every key at its order
@@ -310,6 +318,8 @@ def fold(
     writes = events.select(*plan.event_writes).unionByName(
         stored.select(*plan.stored_writes), allowMissingColumns=bool(carried)
     )
+    if one_task:
+        writes = writes.coalesce(1)  # one partition satisfies the grouping: Spark plans no shuffle
     grouped = writes.groupBy(*key).agg(*plan.newest_writes)
     rows = with_levels(grouped, plan.final_levels).select(*plan.final_rows)
     return FoldResult(
@@ -318,6 +328,7 @@ def fold(
         columns=columns,
         key=key,
         floor=remembered.order if remembered else _NEVER,
+        one_task=one_task,
     )
 
 
@@ -439,15 +450,21 @@ def writes_every_column(columns: list[str]) -> Column:
     return F.col(OP).isin(Op.CREATE.value, Op.READ.value, Op.UPDATE.value) & full_image
 
 
-def first_load(*, events: DataFrame, schema: StructType, key: list[str], carried: dict[str, str] | None = None) -> FirstLoad:
+def first_load(
+    *, events: DataFrame, schema: StructType, key: list[str], carried: dict[str, str] | None = None,
+    one_task: bool = False,
+) -> FirstLoad:  # fmt: skip
     """Fold `events` into a table that holds no row and no remembered truncate, when every event
     `writes_every_column` (the caller checks; a batch with any other event needs `fold`).
 
     The same rows and outcomes as `fold`: of a key's events, the newest order wins the whole row;
     one at the same order and a later offset than another is a duplicate, as in `_judgement`; every
     other older event is collapsed. Nothing can be late: there is no stored state to be older than.
+    `one_task`: rank in one task, with no shuffle (as `fold`'s).
     """
     columns = [f.name for f in schema.fields]
+    if one_task:
+        events = events.coalesce(1)
     # the newest order first; of equal orders, the earliest offset (the one `_judgement` keeps)
     by_key = Window.partitionBy(*key).orderBy(F.col(ORDER).desc(), F.col(KAFKA_OFFSET).asc())
     ranked = events.drop(PRESENT).select(

@@ -107,12 +107,14 @@ def touched_rows(
     table: TableConfig,
     *,
     every_row: bool,
+    one_task: bool = False,
 ) -> DataFrame:
     """The stored rows the fold must see: those of the keys `events` touch, or all (`every_row`, a truncate).
 
     Columns are conformed to `schema` plus the `_cdc_*` state and, for a table that writes
     prepped (`prepped.applies`), each row's location in the table (`prepped.LOCATION`, its fields
-    NULL where the read dropped Hudi's meta columns); an absent table gives no rows.
+    NULL where the read dropped Hudi's meta columns); an absent table gives no rows. `one_task`:
+    the stored rows are read and matched with the keys in one task, with no shuffle (as the fold's).
     """
     wanted = stored_columns(schema, table)
     located = prepped.applies(table)
@@ -124,7 +126,14 @@ def touched_rows(
         *[(F.col(c) if c in stored.columns else F.lit(None)).cast(_column_type(c, schema)).alias(c) for c in wanted],
         *([prepped.location(stored).alias(prepped.LOCATION)] if located else []),
     )
+    if one_task:
+        conformed, events = conformed.coalesce(1), events.coalesce(1)
     if every_row:
         return conformed
     keys = events.select(*table.key).distinct()
+    if one_task:
+        # A merge join of two single partitions needs no shuffle (a broadcast would cost a job of
+        # its own). Inner, not semi: the optimizer pushes a semi join below the coalesce, back onto
+        # the scan's partitions. The keys are distinct, so each stored row matches at most once.
+        return conformed.join(keys.hint("merge"), on=table.key, how="inner").select(*conformed.columns)
     return conformed.join(keys, on=table.key, how="left_semi")

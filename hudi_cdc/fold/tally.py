@@ -152,39 +152,16 @@ class DecodedTally:
     """Rows of the `labels` passed to `tally`, per label."""
 
 
-def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | None = None) -> DecodedTally:
+def tally(
+    decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | None = None, one_task: bool = False
+) -> DecodedTally:
     """Count a decoded batch in one aggregation over its parse (pass a `cached()` result).
 
     `labels` (one string column, `label`): rows counted per label in the same Spark job, which
     saves the pipeline a job (planning, scheduling, code generation) per table and batch.
+    `one_task`: count in one task, with no shuffle (`job.sizing.in_one_task`).
     """
-    is_truncate = F.col(OP) == Op.TRUNCATE.value
-    # rejects and skipped records have no event columns: only their kind and label count
-    counted = decoded.classified.select(
-        "kind",
-        "label",
-        F.col(KAFKA_TOPIC).alias("topic"),
-        F.col(KAFKA_PARTITION).cast("string").alias("partition"),
-        F.col(TS_MS).alias("ts_ms"),
-        is_truncate.cast("int").alias("truncate"),
-        F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
-    )
-    if labels is not None:
-        counted = counted.unionByName(
-            labels.select(F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
-        )
-    rows = (
-        counted.groupBy("kind", "label", "topic", "partition")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.max("ts_ms").alias("ts_ms"),
-            F.min("ts_ms").alias("oldest_ts_ms"),
-            F.count("ts_ms").alias("timed"),
-            F.sum("truncate").alias("truncates"),
-            F.max("t").alias("t"),
-        )
-        .collect()
-    )
+    rows = _counts(decoded, labels=labels, one_task=one_task).collect()
     skipped, truncates, events = 0, 0, 0
     behind = _Behind(watermark)
     reasons: set[str] = set()
@@ -217,6 +194,38 @@ def tally(decoded: DecodeResult, *, watermark: int | None, labels: DataFrame | N
         behind_watermark=behind.count(decoded),
         events=events,
         labelled=labelled,
+    )
+
+
+def _counts(decoded: DecodeResult, *, labels: DataFrame | None, one_task: bool) -> DataFrame:
+    """`tally`'s one aggregation: a row per kind, label, topic and partition of the decoded batch."""
+    is_truncate = F.col(OP) == Op.TRUNCATE.value
+    # rejects and skipped records have no event columns: only their kind and label count
+    counted = decoded.classified.select(
+        "kind",
+        "label",
+        F.col(KAFKA_TOPIC).alias("topic"),
+        F.col(KAFKA_PARTITION).cast("string").alias("partition"),
+        F.col(TS_MS).alias("ts_ms"),
+        is_truncate.cast("int").alias("truncate"),
+        F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
+    )
+    if labels is not None:
+        counted = counted.unionByName(
+            labels.select(F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
+        )
+    if one_task:
+        counted = counted.coalesce(1)  # one partition satisfies the grouping: Spark plans no shuffle
+    return (
+        counted.groupBy("kind", "label", "topic", "partition")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max("ts_ms").alias("ts_ms"),
+            F.min("ts_ms").alias("oldest_ts_ms"),
+            F.count("ts_ms").alias("timed"),
+            F.sum("truncate").alias("truncates"),
+            F.max("t").alias("t"),
+        )
     )
 
 

@@ -6,6 +6,7 @@ details are in `hudi/timeline.py`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,8 @@ from hudi_cdc.hudi.prepped import META_COLUMNS
 from hudi_cdc.hudi.table_options import metadata_table_kept
 from hudi_cdc.spark import fs
 from hudi_cdc.spark.session import hadoop_conf, jvm
+
+log = logging.getLogger(__name__)
 
 
 def table_exists(spark: SparkSession, base_path: str) -> bool:
@@ -106,6 +109,22 @@ def read_table(spark: SparkSession, base_path: str, *, locations: bool = False) 
         return None
     df = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path)
     return _without_meta_columns(df, keep=META_COLUMNS if locations else ())
+
+
+def stored_bytes(stored: DataFrame) -> int | None:
+    """Spark's estimate of a table's read (`read_table`): the bytes of the files Hudi's file index
+    lists, scaled to the columns read.
+
+    The index lists the table's latest file slices when asked for its files, as the read itself
+    would when it runs (and it keeps the listing for the read); until then it reports Spark's
+    "size unknown". No file is opened. None if Spark's plan statistics cannot be read.
+    """
+    try:
+        stored.inputFiles()
+        return int(stored._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    except Exception:  # an internal API: if it changes, a batch only loses the one-task plan
+        log.debug("no size estimate for a table's read", exc_info=True)
+        return None
 
 
 def read_keys(

@@ -30,6 +30,7 @@ from hudi_cdc.fold.tally import TableRecords, survey, survey_table
 from hudi_cdc.job.catalog import Unmade
 from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.isolation import apply_isolating
+from hudi_cdc.job.sizing import tasks_for
 from hudi_cdc.job.table_batch import apply_table
 from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unrouted_reason
 from hudi_cdc.kafka.source import kafka_range
@@ -218,24 +219,6 @@ def oldest_first(tables: Sequence[TableConfig], received: Mapping[str | None, Ta
         return (oldest is None, oldest or dt.datetime.min, index)
 
     return [table for _, table in sorted(enumerate(tables), key=waited)]
-
-
-ROWS_PER_TASK = 10_000
-"""Records of a table one task reads before the first shuffle of its batch (see `tasks_for`)."""
-
-
-def tasks_for(records: int) -> int:
-    """How many tasks read a table's records from the batch: one per ROWS_PER_TASK records.
-
-    Why: the batch has a partition per Kafka topic partition it read, and every table's records
-    are filtered from all of them. With 85 tables in a batch, each of a table's jobs ran 85 tasks,
-    84 of them empty, and a touched table cost 7.8 CPU s against 4.3 with 12 tables
-    (docs/performance-journal.md, round 23). `coalesce` only lowers the count: a table with more
-    records than its partitions hold at ROWS_PER_TASK each keeps them, while a small table split
-    by `kafka.min_partitions` is read by fewer tasks than that split. The fold orders events by
-    their positions, not by partition.
-    """
-    return max(1, -(-records // ROWS_PER_TASK))
 
 
 def _first_line(text: str) -> str:

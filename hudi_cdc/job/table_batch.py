@@ -45,7 +45,7 @@ from hudi_cdc.fold.stored_state import (
 from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally
 from hudi_cdc.hudi import prepped, relayout, timeline, writer
 from hudi_cdc.hudi.schema_check import check, source_types_after
-from hudi_cdc.hudi.table import keeps_metadata_table, read_keys, read_table
+from hudi_cdc.hudi.table import keeps_metadata_table, read_keys, read_table, stored_bytes
 from hudi_cdc.hudi.table_options import (
     index_layout,
     key_lookup_options,
@@ -54,6 +54,7 @@ from hudi_cdc.hudi.table_options import (
 )
 from hudi_cdc.hudi.writer import RowCounts, WriteResult
 from hudi_cdc.job.context import BatchContext, dead_letter
+from hudi_cdc.job.sizing import in_one_task, tasks_for
 from hudi_cdc.spark.lineage import checkpointed, release
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, 
             _count_unapplied(decoded, tally(decoded, watermark=previous.watermark_ts_ms), metrics, ctx)
             return metrics
         _require_key_columns(schema, table, received)
-        folded = _fold_and_count(decoded, stored, schema, committed, previous, table, metrics)
+        one_task = _in_one_task(stored, received, schema, table)
+        folded = _fold_and_count(decoded, stored, schema, committed, previous, table, metrics, one_task=one_task)
         _count_unapplied(decoded, folded.counted, metrics, ctx)
         if folded.counted.events == 0:
             return metrics  # tombstones, skipped or rejected records only: nothing to write
@@ -125,6 +127,23 @@ def _require_key_columns(schema: StructType, table: TableConfig, received: Table
         raise KeyColumnsMissing(table.name, missing=missing, carried=carried, positions=received.kafka.describe())
 
 
+def _in_one_task(stored: DataFrame | None, received: TableRecords, schema: StructType, table: TableConfig) -> bool:
+    """Whether the table's fold and counts run in one task each (`job.sizing.in_one_task`).
+
+    Only where the fold reads the whole stored table: sizing it lists its files, which such a read
+    does anyway. A table whose index names the files holding the batch's keys reads only those,
+    and listing all of them to size it would cost more than the shuffles it saves.
+    """
+    if tasks_for(received.read) > 1:
+        return False  # the records alone need more than one task: no listing
+    if stored is None:
+        return in_one_task(received.read, 0)
+    if index_lookup_column(table, schema) is not None:
+        return False
+    size = stored_bytes(stored)
+    return size is not None and in_one_task(received.read, size)
+
+
 @dataclass(frozen=True)
 class _FoldRun:
     """One fold of a table's batch, over one checkpoint that both its outputs read."""
@@ -154,24 +173,27 @@ class _Folded:
 
 def _fold_and_count(
     decoded: DecodeResult, stored: DataFrame | None, schema: StructType, committed: dict[str, str],
-    previous: Progress, table: TableConfig, metrics: TableMetrics,
+    previous: Progress, table: TableConfig, metrics: TableMetrics, *, one_task: bool,
 ) -> _Folded:  # fmt: skip
     """Folded first, counted after: one Spark job counts both the decoded batch and the fold's
     outcomes. The fold assumes the batch truncates nothing, and a table's first batch that it
-    holds only full images (`collapse.first_load`); that count then confirms both."""
+    holds only full images (`collapse.first_load`); that count then confirms both. `one_task`:
+    both run in one task, with no shuffle (`job.sizing.in_one_task`)."""
     remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
     changes = _without_truncates(decoded.events)
-    run = _fold(changes, None, stored, schema, remembered, table, first_load_=stored is None)
+    run = _fold(changes, None, stored, schema, remembered, table, first_load_=stored is None, one_task=one_task)
     try:
-        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=_outcome_labels(run, changes, schema, table))
+        labels = _outcome_labels(run, changes, schema, table)
+        counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=labels, one_task=one_task)
         truncation, metrics.truncate_ignored = _truncation(counted, table)
         if partial := counted.labelled.get(_NOT_FIRST_LOAD, 0):
             log.info("table %s: %d event(s) of its first batch are not full images; folded again", table.name, partial)
         if truncation is not None or partial:
             # rare: fold again, the general way, every stored row deleted up to the truncate
             release(run.held)
-            run = _fold(changes, truncation, stored, schema, remembered, table, first_load_=False)
-            counted = replace(counted, labelled=_count_labels(_outcome_labels(run, changes, schema, table)))
+            run = _fold(changes, truncation, stored, schema, remembered, table, first_load_=False, one_task=one_task)
+            labelled = _count_labels(_outcome_labels(run, changes, schema, table), one_task=one_task)
+            counted = replace(counted, labelled=labelled)
     except BaseException:
         release(run.held)
         raise
@@ -249,13 +271,15 @@ def _write(
 
 
 def _stored_for_keys(
-    stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig
+    stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig, *, one_task: bool
 ) -> DataFrame | None:
     """The stored table as the fold's key lookup reads it: only the files holding `changes`' keys,
     when the table's index can name them (`stored_state.index_lookup_column`), else all."""
     column = index_lookup_column(table, schema)
     if stored is None or column is None:
         return stored
+    if one_task:
+        changes = changes.coalesce(1)  # its keys found with no shuffle
     # the batch's distinct keys, at most one more than the limit: never the batch itself
     keys = [row[0] for row in changes.select(column).distinct().limit(INDEX_LOOKUP_MAX_KEYS + 1).collect()]
     if len(keys) > INDEX_LOOKUP_MAX_KEYS:
@@ -276,33 +300,37 @@ def _fold(
     table: TableConfig,
     *,
     first_load_: bool,
+    one_task: bool,
 ) -> _FoldRun:
     """The fold of `changes` onto their keys' stored rows; checkpointed, for the counts and the
     write both read it (the caller releases `held`).
 
     `first_load_`: the table holds no row, and the fold assumes every event writes every column
     (`collapse.first_load`, the cheapest exact fold); `_outcome_labels` then labels the events
-    that do not, and a batch with any such event is folded again without it.
+    that do not, and a batch with any such event is folded again without it. `one_task`: the fold
+    runs in one task, with no shuffle (`job.sizing.in_one_task`).
     """
     if first_load_:
         loaded = first_load(
-            events=conform_events(changes, schema), schema=schema, key=table.key, carried=_carried_types(table)
-        )
+            events=conform_events(changes, schema), schema=schema, key=table.key, carried=_carried_types(table),
+            one_task=one_task,
+        )  # fmt: skip
         held = checkpointed(loaded.judged)
         return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held, first_load=True)
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
-    lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
+    lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table, one_task=one_task)
     result = fold(
         # only a table that writes prepped needs its rows' locations through the fold
         carried=tuple(_carried_types(table)),
         events=conform_events(changes, schema),
-        stored=touched_rows(lookup, changes, schema, table, every_row=every_row),
+        stored=touched_rows(lookup, changes, schema, table, every_row=every_row, one_task=one_task),
         schema=schema,
         key=table.key,
         soft_deletes=table.deletes == "soft",
         truncation=truncation,
         remembered=remembered,
         sticky=frozenset(table.partition_by),
+        one_task=one_task,
     )
     rows = checkpointed(result.rows)
     return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False)
@@ -330,7 +358,9 @@ def _outcome_labels(run: _FoldRun, changes: DataFrame, schema: StructType, table
     return labels.unionByName(partial)
 
 
-def _count_labels(labels: DataFrame) -> dict[str, int]:
+def _count_labels(labels: DataFrame, *, one_task: bool) -> dict[str, int]:
+    if one_task:
+        labels = labels.coalesce(1)
     return {row["label"]: int(row["count"]) for row in labels.groupBy("label").count().collect()}
 
 

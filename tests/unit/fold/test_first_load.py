@@ -107,7 +107,7 @@ def test_only_creates_reads_and_updates_of_every_column_may_take_the_first_load(
 
 def _labels(spark: SparkSession, batch: list[tuple[Event, int]], table: TableConfig, *, first: bool) -> dict[str, int]:
     changes = _events_df(spark, batch)
-    run = table_batch._fold(changes, None, None, SCHEMA, None, table, first_load_=first)
+    run = table_batch._fold(changes, None, None, SCHEMA, None, table, first_load_=first, one_task=False)
     try:
         labels = table_batch._outcome_labels(run, changes, SCHEMA, table)
         return {r["label"]: r["count"] for r in labels.groupBy("label").count().collect()}
@@ -129,7 +129,7 @@ def test_a_prepped_tables_first_load_carries_a_null_location(spark: SparkSession
     table = fold_table("hard")
     assert prepped.applies(table)
     events = _events_df(spark, [ev(1, "r", 1, 0, name="a", age=1)])
-    run = table_batch._fold(events, None, None, SCHEMA, None, table, first_load_=True)
+    run = table_batch._fold(events, None, None, SCHEMA, None, table, first_load_=True, one_task=False)
     try:
         assert "__rank" in run.held.columns
         assert run.rows.select(F.col(prepped.LOCATION).isNull().alias("none")).collect()[0]["none"]
@@ -147,7 +147,10 @@ def test_a_first_load_fold_gives_the_general_folds_schema_nullability_included(s
     # required while the general fold makes it optional would change the table's schema by path.
     table = fold_table(deletes)
     events = _events_df(spark, [ev(1, "r", 1, 0, name="a", age=1), ev(1, "u", 2, 1, name="b", age=2)])
-    runs = [table_batch._fold(events, None, None, SCHEMA, None, table, first_load_=first) for first in (True, False)]
+    runs = [
+        table_batch._fold(events, None, None, SCHEMA, None, table, first_load_=first, one_task=False)
+        for first in (True, False)
+    ]
     try:
         loaded, general = (_fields(run.rows.schema) for run in runs)
         assert loaded == general

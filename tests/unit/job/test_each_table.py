@@ -1,6 +1,6 @@
 """pipeline.each_table: tables of one batch applied at most N at once, results in table order;
 pipeline.oldest_first: the order a batch applies its tables in;
-pipeline.tasks_for: how many tasks read a table's records from the batch."""
+sizing.tasks_for: how many tasks read a table's records from the batch."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from hudi_cdc.commit.offsets import KafkaRange
 from hudi_cdc.config.models import TableConfig, parse_config
 from hudi_cdc.fold.tally import TableRecords
 from hudi_cdc.job import pipeline
-from hudi_cdc.job.pipeline import BatchContext, each_table, oldest_first, run_batch, tasks_for
+from hudi_cdc.job.pipeline import BatchContext, each_table, oldest_first, run_batch
+from hudi_cdc.job.sizing import tasks_for
 from tests.support.decode_rows import KAFKA_COLUMNS, T0
 
 
