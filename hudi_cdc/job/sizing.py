@@ -30,11 +30,11 @@ def in_one_task(records: int, stored_bytes: int) -> bool:
 
     Why: the fold groups events by key, the counting job joins them with the folded rows and
     groups them again, and each of those is a shuffle that adaptive execution runs as a Spark job
-    of its own and re-plans after: the counting job of a small table was five Spark jobs. A
-    single partition already satisfies every grouping, so with every input coalesced to one
-    partition Spark plans no shuffle at all: 10% less CPU and a quarter less wall time per
-    table in warm batches of six small tables (docs/performance-journal.md, round 37). The
-    stored rows are read inside that one task too, which is why the table must be small: a
-    large table's read keeps its parallel tasks.
+    of its own and re-plans after: a small table's fold and counts were six Spark jobs. A single
+    partition already satisfies every grouping and, where Spark can bound both sides' size, every
+    join, so with every input coalesced to one partition Spark plans no shuffle: one Spark job,
+    and 0.74x the executors' CPU in warm batches of six small tables (docs/performance-journal.md,
+    round 37). The stored rows are read inside that one task too, which is why the table must be
+    small: a large table's read keeps its parallel tasks.
     """
     return tasks_for(records) == 1 and stored_bytes <= ONE_TASK_TABLE_BYTES
