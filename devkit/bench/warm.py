@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     rules = rules_text(spark, batches=len(cpu)) if args.rules else ""
-    java_home = Path(jvm(spark).java.lang.System.getProperty("java.home"))
+    jfr_tool = Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr" if args.jfr else None
     if recording is not None:
         recording.stop()
         args.jfr.parent.mkdir(parents=True, exist_ok=True)
@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         print(jobs)
     if rules:
         print(rules)
-    if args.jfr:
-        print(driver_samples_text(java_home / "bin" / "jfr", args.jfr, batches=len(cpu)))
+    if jfr_tool is not None:
+        print(driver_samples_text(jfr_tool, args.jfr, batches=len(cpu)))
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0

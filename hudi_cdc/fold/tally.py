@@ -161,7 +161,7 @@ def tally(
     saves the pipeline a job (planning, scheduling, code generation) per table and batch.
     `one_task`: count in one task, with no shuffle (`job.sizing.in_one_task`).
     """
-    rows = _counts(decoded, labels=labels, one_task=one_task).collect()
+    rows = _counts(decoded.classified, labels=labels, one_task=one_task).collect()
     skipped, truncates, events = 0, 0, 0
     behind = _Behind(watermark)
     reasons: set[str] = set()
@@ -197,11 +197,12 @@ def tally(
     )
 
 
-def _counts(decoded: DecodeResult, *, labels: DataFrame | None, one_task: bool) -> DataFrame:
-    """`tally`'s one aggregation: a row per kind, label, topic and partition of the decoded batch."""
+def _counts(classified: DataFrame, *, labels: DataFrame | None, one_task: bool) -> DataFrame:
+    """`tally`'s one aggregation: a row per kind, label, topic and partition of a decoded batch's
+    `DecodeResult.classified` rows, and of `labels`."""
     is_truncate = F.col(OP) == Op.TRUNCATE.value
     # rejects and skipped records have no event columns: only their kind and label count
-    counted = decoded.classified.select(
+    counted = classified.select(
         "kind",
         "label",
         F.col(KAFKA_TOPIC).alias("topic"),

@@ -271,15 +271,13 @@ def _write(
 
 
 def _stored_for_keys(
-    stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig, *, one_task: bool
+    stored: DataFrame | None, changes: DataFrame, schema: StructType, table: TableConfig
 ) -> DataFrame | None:
     """The stored table as the fold's key lookup reads it: only the files holding `changes`' keys,
     when the table's index can name them (`stored_state.index_lookup_column`), else all."""
     column = index_lookup_column(table, schema)
     if stored is None or column is None:
         return stored
-    if one_task:
-        changes = changes.coalesce(1)  # its keys found with no shuffle
     # the batch's distinct keys, at most one more than the limit: never the batch itself
     keys = [row[0] for row in changes.select(column).distinct().limit(INDEX_LOOKUP_MAX_KEYS + 1).collect()]
     if len(keys) > INDEX_LOOKUP_MAX_KEYS:
@@ -318,7 +316,7 @@ def _fold(
         held = checkpointed(loaded.judged)
         return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held, first_load=True)
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
-    lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table, one_task=one_task)
+    lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
         # only a table that writes prepped needs its rows' locations through the fold
         carried=tuple(_carried_types(table)),

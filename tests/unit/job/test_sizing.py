@@ -3,12 +3,12 @@ applied to a real table, whose size Hudi's file index gives after listing it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from devkit.debezium import Column, DebeziumTable
 from hudi_cdc.commit.offsets import KafkaRange
 from hudi_cdc.config.models import parse_config
 from hudi_cdc.fold.tally import TableRecords
@@ -27,20 +27,11 @@ def test_a_batch_runs_in_one_task_only_when_its_records_and_its_table_are_small(
     assert not in_one_task(8, 2**63 - 1)  # what Spark reports for a size it does not know
 
 
-SCHEMA = {"type": "struct", "fields": [
-    {"field": "after", "type": "struct", "optional": True,
-     "fields": [{"field": "id", "type": "int64"}, {"field": "v", "type": "string", "optional": True}]},
-    {"field": "op", "type": "string"}, {"field": "ts_ms", "type": "int64"},
-]}  # fmt: skip
+SOURCE = DebeziumTable(
+    server="shop", database="db", table="t", key=["id"],
+    columns=[Column("id", "int64", optional=False), Column("v", "string")],
+)  # fmt: skip
 ROW = StructType([StructField("id", LongType(), False), StructField("v", StringType(), True)])
-
-
-def _creates(n: int) -> list[tuple[bytes, bytes]]:
-    return [
-        (json.dumps({"id": i}).encode(),
-         json.dumps({"schema": SCHEMA, "payload": {"after": {"id": i, "v": "x" * 50}, "op": "c", "ts_ms": 1000 + i}}).encode())
-        for i in range(n)
-    ]  # fmt: skip
 
 
 def test_a_small_tables_batch_is_sized_by_the_files_its_read_lists(spark: SparkSession, tmp_path: Path) -> None:
@@ -49,12 +40,13 @@ def test_a_small_tables_batch_is_sized_by_the_files_its_read_lists(spark: SparkS
             "job": {"name": "sizing", "checkpoint_dir": str(tmp_path / "cp"), "dead_letter_path": str(tmp_path / "dl")},
             "kafka": {"bootstrap_servers": "localhost:1"},
             "tables": [{"name": "t", "key": ["id"], "base_path": str(tmp_path / "t")}],
-            "routes": [{"topic": "shop.t", "table": "t"}],
+            "routes": [{"topic": SOURCE.topic, "table": "t"}],
         },
         source="test",
     )
     [table] = config.tables
-    run_batch(kafka_rows(spark, _creates(200), topic="shop.t"), BatchContext(config=config, batch_id=0))
+    creates = [SOURCE.change("c", after={"id": i, "v": "x" * 50}, pos=154 + i) for i in range(200)]
+    run_batch(kafka_rows(spark, creates, topic=SOURCE.topic), BatchContext(config=config, batch_id=0))
     stored = read_table(spark, table.base_path)
     assert stored is not None
     size = stored_bytes(stored)
