@@ -57,13 +57,20 @@ def replace_text(spark: SparkSession, path: str, text: str) -> None:
     """Replace a small text file that others read while it changes (a job's state beside its checkpoint).
 
     Written aside, then moved over the old one, so a reader or a crash never meets a half-written
-    file: `write_text` truncates first, and a reader between that and the write read nothing. A
-    crash between the delete and the move leaves only the aside copy, whole; `read_replaced_json`
-    reads it.
+    file: `write_text` truncates first, and a reader between that and the write read nothing.
+    Where the store moves a file over another in one step (a local disk), a reader always finds
+    one whole file. Where it refuses to (HDFS, S3), the old file is deleted first: a crash between
+    the delete and the move leaves only the aside copy, whole, and `read_replaced_json` reads it.
     """
-    write_text(spark, path + ASIDE_SUFFIX, text)
-    delete(spark, path)
-    rename(spark, path + ASIDE_SUFFIX, path)
+    aside = path + ASIDE_SUFFIX
+    write_text(spark, aside, text)
+    fs, aside_path = open_fs(spark, aside)
+    _, target = open_fs(spark, path)
+    # Hadoop's contract lets a store refuse a move onto an existing file (HDFS and S3A do, and say
+    # so with False); the local file system replaces it atomically, as POSIX rename does
+    if not fs.rename(aside_path, target):
+        delete(spark, path)
+        rename(spark, aside, path)
 
 
 def read_replaced_json(spark: SparkSession, path: str, *, attempts: int = 5) -> Any:
