@@ -58,19 +58,41 @@ def replace_text(spark: SparkSession, path: str, text: str) -> None:
 
     Written aside, then moved over the old one, so a reader or a crash never meets a half-written
     file: `write_text` truncates first, and a reader between that and the write read nothing.
-    Where the store moves a file over another in one step (a local disk), a reader always finds
-    one whole file. Where it refuses to (HDFS, S3), the old file is deleted first: a crash between
-    the delete and the move leaves only the aside copy, whole, and `read_replaced_json` reads it.
+    On a local disk the move replaces the old file in one step, so a reader always finds one
+    whole file. HDFS and S3 refuse to move onto a file, so there the old one is deleted first: a
+    crash between the delete and the move leaves only the aside copy, whole, and
+    `read_replaced_json` reads it.
     """
     aside = path + ASIDE_SUFFIX
     write_text(spark, aside, text)
     fs, aside_path = open_fs(spark, aside)
-    _, target = open_fs(spark, path)
-    # Hadoop's contract lets a store refuse a move onto an existing file (HDFS and S3A do, and say
-    # so with False); the local file system replaces it atomically, as POSIX rename does
-    if not fs.rename(aside_path, target):
-        delete(spark, path)
-        rename(spark, aside, path)
+    if fs.getScheme() == "file":
+        _move_over_locally(fs, aside_path, open_fs(spark, path)[1])
+        return
+    delete(spark, path)
+    rename(spark, aside, path)
+
+
+def _move_over_locally(fs: Any, source: Any, target: Any) -> None:
+    """Move a local file over another in one step, its Hadoop checksum file after it.
+
+    Hadoop's local file system refuses to move onto a file, as HDFS does; the raw one beneath it
+    moves with POSIX rename, which replaces the target atomically. A reader between the two moves
+    meets the new file beside the old checksum, fails the check and reads again (`read_settled`).
+    """
+    raw = fs.getRawFileSystem()
+    if not raw.rename(source, target):
+        raise OSError(f"could not move {source} over {target}")
+    checksum = _checksum_path(source)
+    if raw.exists(checksum):
+        raw.rename(checksum, _checksum_path(target))
+    else:
+        raw.delete(_checksum_path(target), False)
+
+
+def _checksum_path(path: Any) -> Any:
+    """Where Hadoop's local file system keeps `path`'s checksums: `.<name>.crc` beside it."""
+    return path.getParent().suffix(f"/.{path.getName()}.crc")
 
 
 def read_replaced_json(spark: SparkSession, path: str, *, attempts: int = 5) -> Any:

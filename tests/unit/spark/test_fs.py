@@ -19,6 +19,7 @@ def test_a_reader_never_meets_a_half_replaced_file(spark: SparkSession, tmp_path
     done = threading.Event()
     seen: list[dict[str, int] | None] = []
     failures: list[Exception] = []
+    gaps: list[bool] = []
 
     def read_while_written() -> None:
         while not done.is_set():
@@ -27,15 +28,24 @@ def test_a_reader_never_meets_a_half_replaced_file(spark: SparkSession, tmp_path
             except Exception as exc:
                 failures.append(exc)
 
-    reader = threading.Thread(target=read_while_written)
-    reader.start()
+    def look_while_written() -> None:
+        # on a local disk the move replaces the file in one step: it is never missing, not even
+        # for the one look that the reader above would take again
+        while not done.is_set():
+            gaps.append(not Path(path).exists())
+
+    readers = [threading.Thread(target=read_while_written), threading.Thread(target=look_while_written)]
+    for reader in readers:
+        reader.start()
     try:
         for n in range(1, 150):
             fs.replace_text(spark, path, json.dumps({"n": n, "pad": "x" * 2_000}))
     finally:
         done.set()
-        reader.join()
+        for reader in readers:
+            reader.join()
     assert not failures, failures[:1]
+    assert len(gaps) > 100 and not any(gaps), f"the file was missing at {sum(gaps)} of {len(gaps)} looks"
     assert len(seen) > 20, "the reader hardly ran beside the writer"
     numbers = [state["n"] for state in seen if state is not None]
     assert len(numbers) == len(seen), "a reader found no file while it was being replaced"
