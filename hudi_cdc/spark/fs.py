@@ -66,21 +66,24 @@ def replace_text(spark: SparkSession, path: str, text: str) -> None:
     aside = path + ASIDE_SUFFIX
     write_text(spark, aside, text)
     fs, aside_path = open_fs(spark, aside)
-    if fs.getScheme() == "file":
-        _move_over_locally(fs, aside_path, open_fs(spark, path)[1])
+    if fs.getUri().getScheme() == "file":  # not getScheme(): the raw local file system has none
+        # beneath the checksummed local file system (Hadoop's default, or Hive's proxy of it) is
+        # the raw one; a job configured with the raw one itself (`fs.file.impl`) has nothing beneath
+        checksummed = jvm(spark).org.apache.hadoop.fs.FilterFileSystem._java_lang_class.isInstance(fs)
+        _move_over_locally(fs.getRawFileSystem() if checksummed else fs, aside_path, open_fs(spark, path)[1])
         return
     delete(spark, path)
     rename(spark, aside, path)
 
 
-def _move_over_locally(fs: Any, source: Any, target: Any) -> None:
+def _move_over_locally(raw: Any, source: Any, target: Any) -> None:
     """Move a local file over another in one step, its Hadoop checksum file after it.
 
-    Hadoop's local file system refuses to move onto a file, as HDFS does; the raw one beneath it
-    moves with POSIX rename, which replaces the target atomically. A reader between the two moves
-    meets the new file beside the old checksum, fails the check and reads again (`read_settled`).
+    Hadoop's checksummed local file system refuses to move onto a file, as HDFS does; the raw one
+    (`raw`) moves with POSIX rename, which replaces the target atomically. A reader between the two
+    moves meets the new file beside the old checksum, fails the check and reads again
+    (`read_settled`).
     """
-    raw = fs.getRawFileSystem()
     if not raw.rename(source, target):
         raise OSError(f"could not move {source} over {target}")
     checksum = _checksum_path(source)

@@ -53,6 +53,24 @@ def test_a_reader_never_meets_a_half_replaced_file(spark: SparkSession, tmp_path
     assert fs.read_replaced_json(spark, path)["n"] == 149
 
 
+def test_a_job_on_hadoops_raw_local_file_system_replaces_its_files_too(spark: SparkSession, tmp_path: Path) -> None:
+    # some jobs set `fs.file.impl` to the raw local file system to write no checksum files
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    before = {key: conf.get(key) for key in ("fs.file.impl", "fs.file.impl.disable.cache")}
+    conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+    conf.set("fs.file.impl.disable.cache", "true")
+    try:
+        path = str(tmp_path / "cp_parked.json")
+        assert fs.open_fs(spark, path)[0].getClass().getName() == "org.apache.hadoop.fs.RawLocalFileSystem"
+        for n in range(3):
+            fs.replace_text(spark, path, json.dumps({"n": n}))
+        assert fs.read_replaced_json(spark, path) == {"n": 2}
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cp_parked.json"]
+    finally:
+        for key, value in before.items():
+            conf.unset(key) if value is None else conf.set(key, value)
+
+
 def test_a_crash_between_the_delete_and_the_move_leaves_the_aside_copy_to_read(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "catalog.json"
     fs.replace_text(spark, str(path), "[1]\n")
