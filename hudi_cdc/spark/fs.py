@@ -42,7 +42,10 @@ def touch(spark: SparkSession, path: str) -> None:
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
     """Write (replace) a small text file."""
-    fs, target = open_fs(spark, path)
+    _write(*open_fs(spark, path), text)
+
+
+def _write(fs: Any, target: Any, text: str) -> None:
     stream = fs.create(target, True)
     try:
         stream.write(bytearray(text.encode()))
@@ -58,43 +61,42 @@ def replace_text(spark: SparkSession, path: str, text: str) -> None:
 
     Written aside, then moved over the old one, so a reader or a crash never meets a half-written
     file: `write_text` truncates first, and a reader between that and the write read nothing.
-    On a local disk the move replaces the old file in one step, so a reader always finds one
-    whole file. HDFS and S3 refuse to move onto a file, so there the old one is deleted first: a
-    crash between the delete and the move leaves only the aside copy, whole, and
+    On a local disk the move replaces the old file in one step (`_replace_locally`), so a reader
+    always finds one whole file. HDFS and S3 refuse to move onto a file, so there the old one is
+    deleted first: a crash between the delete and the move leaves only the aside copy, whole, and
     `read_replaced_json` reads it.
     """
     aside = path + ASIDE_SUFFIX
-    write_text(spark, aside, text)
     fs, aside_path = open_fs(spark, aside)
     if fs.getUri().getScheme() == "file":  # not getScheme(): the raw local file system has none
         # beneath the checksummed local file system (Hadoop's default, or Hive's proxy of it) is
         # the raw one; a job configured with the raw one itself (`fs.file.impl`) has nothing beneath
         checksummed = jvm(spark).org.apache.hadoop.fs.FilterFileSystem._java_lang_class.isInstance(fs)
-        _move_over_locally(fs.getRawFileSystem() if checksummed else fs, aside_path, open_fs(spark, path)[1])
+        _replace_locally(fs.getRawFileSystem() if checksummed else fs, aside_path, open_fs(spark, path)[1], text)
         return
+    write_text(spark, aside, text)
     delete(spark, path)
     rename(spark, aside, path)
 
 
-def _move_over_locally(raw: Any, source: Any, target: Any) -> None:
-    """Move a local file over another in one step, its Hadoop checksum file after it.
+def _replace_locally(raw: Any, aside: Any, target: Any, text: str) -> None:
+    """Replace a local file in one step, through Hadoop's raw local file system (`raw`).
 
-    Hadoop's checksummed local file system refuses to move onto a file, as HDFS does; the raw one
-    (`raw`) moves with POSIX rename, which replaces the target atomically. A reader between the two
-    moves meets the new file beside the old checksum, fails the check and reads again
-    (`read_settled`).
+    The checksummed local file system refuses to move onto a file, as HDFS does; the raw one moves
+    with POSIX rename, which replaces the target atomically. The new file is written without a
+    checksum file and the old one's is deleted first, so at every moment, a kill -9 included, the
+    target is the old file or the new one, whole, and never beside the other's checksum (which a
+    checksummed read would refuse); a file without one is read unchecked.
     """
-    if not raw.rename(source, target):
-        raise OSError(f"could not move {source} over {target}")
-    checksum = _checksum_path(source)
-    if raw.exists(checksum):
-        raw.rename(checksum, _checksum_path(target))
-    else:
-        raw.delete(_checksum_path(target), False)
+    for path in (aside, target):
+        raw.delete(_checksum_path(path), False)
+    _write(raw, aside, text)
+    if not raw.rename(aside, target):
+        raise OSError(f"could not move {aside} over {target}")
 
 
 def _checksum_path(path: Any) -> Any:
-    """Where Hadoop's local file system keeps `path`'s checksums: `.<name>.crc` beside it."""
+    """Where Hadoop's checksummed local file system keeps `path`'s checksums: `.<name>.crc` beside it."""
     return path.getParent().suffix(f"/.{path.getName()}.crc")
 
 
@@ -130,8 +132,8 @@ def read_settled(
                 return None
             return parse(text)
         except Exception:
-            # a file still being written (created empty, or the aside copy of the next replace), or
-            # on a local file system a moved file read beside its old checksum: done within moments
+            # a file still being written (created empty, or the aside copy of the next replace):
+            # done within moments
             if attempt == attempts:
                 raise
             time.sleep(0.05 * attempt)

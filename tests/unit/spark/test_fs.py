@@ -51,6 +51,20 @@ def test_a_reader_never_meets_a_half_replaced_file(spark: SparkSession, tmp_path
     assert len(numbers) == len(seen), "a reader found no file while it was being replaced"
     assert set(numbers) <= set(range(150)) and len(set(numbers)) > 5
     assert fs.read_replaced_json(spark, path)["n"] == 149
+    assert [p.name for p in tmp_path.iterdir()] == ["cp_hive_sync.json"], "an aside copy or a checksum file was left"
+
+
+def test_a_file_with_a_checksum_from_an_older_version_is_replaced_and_read(spark: SparkSession, tmp_path: Path) -> None:
+    # written through Hadoop's checksummed local file system, as replace_text did before it moved in one step,
+    # with the aside copy's checksum left by a crash: neither may stand beside the new file
+    path = str(tmp_path / "cp_tables.json")
+    fs.write_text(spark, path, "[1]\n")
+    fs.write_text(spark, path + fs.ASIDE_SUFFIX, "[0]\n")
+    (tmp_path / ("cp_tables.json" + fs.ASIDE_SUFFIX)).unlink()
+    assert (tmp_path / ".cp_tables.json.crc").exists() and (tmp_path / ".cp_tables.json.new.crc").exists()
+    fs.replace_text(spark, path, "[2, 3]\n")
+    assert fs.read_replaced_json(spark, path, attempts=1) == [2, 3]
+    assert [p.name for p in tmp_path.iterdir()] == ["cp_tables.json"]
 
 
 def test_a_job_on_hadoops_raw_local_file_system_replaces_its_files_too(spark: SparkSession, tmp_path: Path) -> None:
