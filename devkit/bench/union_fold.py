@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
+from devkit.bench.measure import tree_cpu_seconds
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.events import (
     HOODIE_IS_DELETED,
@@ -117,13 +118,13 @@ def batch(spark: SparkSession, topic: str, round_: int) -> DataFrame:
 
 
 def _labels(result: FoldResult, rows: DataFrame, table: TableConfig) -> DataFrame:
-    """Every event's outcome and every folded row's write kind, as the counting job labels them,
-    each with its table: the events' topic, the rows' table column (a table's own fold: NULL)."""
-    name = F.col(TABLE) if TABLE in rows.columns else F.lit(None).cast("string")
-    writes = rows.select(name.alias(TABLE), F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
-    outcomes = result.outcomes_for(rows).select(F.col(KAFKA_TOPIC).alias(TABLE), F.col("outcome").alias("label"))
-    if TABLE not in rows.columns:
-        outcomes = outcomes.withColumn(TABLE, F.lit(None).cast("string"))
+    """Every event's outcome and every folded row's write kind and key state, as the job's counting
+    job labels a table's (`job.table_batch._outcome_labels`); for the union's fold, each with its
+    table (the events' topic, the rows' table column)."""
+    by_table = TABLE in rows.columns
+    outcome_table = [F.col(KAFKA_TOPIC).alias(TABLE)] if by_table else []
+    outcomes = result.outcomes_for(rows).select(*outcome_table, F.col("outcome").alias("label"))
+    writes = rows.select(*([TABLE] if by_table else []), F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
     return outcomes.unionByName(writes.filter(F.col("label").isNotNull()))
 
 
@@ -171,19 +172,6 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _tree_cpu() -> float:
-    """User + system CPU seconds of this process and its children (Spark's JVM)."""
-    me = psutil.Process()
-    total = 0.0
-    for process in [me, *me.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            continue
-    return total
-
-
 @dataclass
 class Compared:
     """CPU seconds of each variant in each round, and the outcome counts of the last round."""
@@ -202,20 +190,20 @@ def compare(spark: SparkSession, *, tables: int, rounds: int, stored_rows: int) 
     """Run both variants `rounds` times over `tables` tables; raise if any round's results differ."""
     names = [f"db.t{i}" for i in range(tables)]
     stores = {name: stored_table(spark, name, stored_rows) for name in names}
+    me = psutil.Process()
     cpu: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
-    outcomes: Counter[str] = Counter()
+    results: dict[str, Folded] = {}
     for round_ in range(rounds):
         order = list(VARIANTS) if round_ % 2 == 0 else list(reversed(VARIANTS))
-        results = {}
         for variant in order:
             events = {name: batch(spark, name, round_) for name in names}
-            began = _tree_cpu()
+            began = tree_cpu_seconds(me)
             results[variant] = VARIANTS[variant](stores, events)
-            cpu[variant].append(_tree_cpu() - began)
+            cpu[variant].append(tree_cpu_seconds(me) - began)
         if results["one by one"] != results["as one"]:
             raise AssertionError(f"round {round_}: the union's fold differs from the tables' own:\n"
                                  f"{results['one by one']}\n{results['as one']}")  # fmt: skip
-        outcomes = sum((Counter(labels) for _, labels in results["as one"].values()), Counter())
+    outcomes = sum((Counter(labels) for _, labels in results["as one"].values()), Counter())
     return Compared(cpu=cpu, outcomes=outcomes)
 
 
