@@ -162,6 +162,34 @@ def tally(
     `one_task`: count in one task, with no shuffle (`job.sizing.in_one_task`).
     """
     rows = _counts(decoded.classified, labels=labels, one_task=one_task).collect()
+    return _summed(rows, watermark, decoded)
+
+
+def tally_tables(
+    decoded: Mapping[str, DecodeResult], *, watermarks: Mapping[str, int | None], labels: DataFrame, one_task: bool
+) -> dict[str, DecodedTally]:
+    """`tally` of several tables' batches in one Spark job: what `tally` counts of each table.
+
+    `labels`: rows of TABLE_COLUMN (the table's name) and `label`, each counted for its table.
+    Why: the counting job is a fixed cost of every table in a batch (planning, scheduling, code
+    generation); tables folded as one (`job.table_group`) are counted as one too.
+    """
+    counted = [_labelled_rows(result.classified).withColumn(TABLE_COLUMN, F.lit(name)) for name, result in decoded.items()]
+    union = counted[0]
+    for frame in counted[1:]:
+        union = union.unionByName(frame)
+    union = union.unionByName(
+        labels.select(F.col(TABLE_COLUMN), F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
+    )
+    rows = _aggregated(union, [TABLE_COLUMN], one_task=one_task).collect()
+    by_table: dict[str, list[Any]] = {name: [] for name in decoded}
+    for row in rows:
+        by_table[row[TABLE_COLUMN]].append(row)
+    return {name: _summed(by_table[name], watermarks.get(name), decoded[name]) for name in decoded}
+
+
+def _summed(rows: Sequence[Any], watermark: int | None, decoded: DecodeResult) -> DecodedTally:
+    """A table's DecodedTally from its rows of the counting aggregation (`_aggregated`)."""
     skipped, truncates, events = 0, 0, 0
     behind = _Behind(watermark)
     reasons: set[str] = set()
@@ -200,9 +228,19 @@ def tally(
 def _counts(classified: DataFrame, *, labels: DataFrame | None, one_task: bool) -> DataFrame:
     """`tally`'s one aggregation: a row per kind, label, topic and partition of a decoded batch's
     `DecodeResult.classified` rows, and of `labels`."""
+    counted = _labelled_rows(classified)
+    if labels is not None:
+        counted = counted.unionByName(
+            labels.select(F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
+        )
+    return _aggregated(counted, [], one_task=one_task)
+
+
+def _labelled_rows(classified: DataFrame) -> DataFrame:
+    """A decoded batch's `classified` rows as the counting aggregation reads them."""
     is_truncate = F.col(OP) == Op.TRUNCATE.value
     # rejects and skipped records have no event columns: only their kind and label count
-    counted = classified.select(
+    return classified.select(
         "kind",
         "label",
         F.col(KAFKA_TOPIC).alias("topic"),
@@ -211,14 +249,14 @@ def _counts(classified: DataFrame, *, labels: DataFrame | None, one_task: bool) 
         is_truncate.cast("int").alias("truncate"),
         F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
     )
-    if labels is not None:
-        counted = counted.unionByName(
-            labels.select(F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
-        )
+
+
+def _aggregated(counted: DataFrame, by: list[str], *, one_task: bool) -> DataFrame:
+    """The counts per `by`, kind, label, topic and partition."""
     if one_task:
         counted = counted.coalesce(1)  # one partition satisfies the grouping: Spark plans no shuffle
     return (
-        counted.groupBy("kind", "label", "topic", "partition")
+        counted.groupBy(*by, "kind", "label", "topic", "partition")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.max("ts_ms").alias("ts_ms"),

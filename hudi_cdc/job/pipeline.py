@@ -31,9 +31,11 @@ from hudi_cdc.job.catalog import Unmade
 from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.isolation import apply_isolating
 from hudi_cdc.job.sizing import tasks_for
-from hudi_cdc.job.table_batch import apply_table
+from hudi_cdc.job.table_batch import Prepared, apply_table, complete, prepare
+from hudi_cdc.job.table_group import GroupFold, fold_together, groups_of
 from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unrouted_reason
 from hudi_cdc.kafka.source import kafka_range
+from hudi_cdc.spark.lineage import release
 from hudi_cdc.spark.session import error_summary
 
 __all__ = ["BatchContext", "catch_up", "each_table", "oldest_first", "run_batch"]
@@ -84,6 +86,11 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
         parked_now: list[TableFailure | KeyColumnsMissing] = []  # list.append is atomic: tables may run in threads
         present = [table for name, table in tables.items() if name in received or name in parked]
 
+        def records_of(name: str) -> DataFrame:
+            batch = received[name]
+            records = routed.filter(F.col(TABLE_COLUMN) == name).drop(TABLE_COLUMN).coalesce(tasks_for(batch.read))
+            return with_schema_text(records, known.get(name, ()))
+
         def one_table(table: TableConfig) -> TableMetrics:
             batch = received.get(table.name)
             if ctx.parking is not None and ctx.parking.get(table.name) is not None:
@@ -92,10 +99,8 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                         return _parked_table(table, batch, ctx)
             if batch is None:
                 return TableMetrics(table=table.name)  # caught up meanwhile, nothing in this batch
-            records = routed.filter(F.col(TABLE_COLUMN) == table.name).drop(TABLE_COLUMN).coalesce(tasks_for(batch.read))
-            records = with_schema_text(records, known.get(table.name, ()))
             try:
-                return apply_isolating(apply_table, records, batch, table, ctx)
+                return apply_isolating(resume, records_of(table.name), batch, table, ctx)
             except (TableFailure, KeyColumnsMissing) as failure:
                 kafka = isinstance(failure, TableFailure) and failure.kafka
                 if ctx.parking is None or kafka or ctx.config.job.on_table_failure == "stop":
@@ -105,7 +110,27 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 return TableMetrics(table=table.name, parked=batch.read, error=f"parked: {_first_line(failure.cause)}")
 
         ordered = oldest_first(present, received)
-        results = each_table(one_table, ordered, ctx.config.job.table_concurrency)
+        small = [t for t in ordered if t.name in received and t.name not in parked and tasks_for(received[t.name].read) == 1]
+        ready, shared = _folded_together(small, records_of, received, ctx) if ctx.config.job.fold_together else ({}, [])
+
+        def resume(records: DataFrame, batch: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
+            # the state `_folded_together` left, once: a retry, or a part of a split batch, starts over
+            state = ready.pop(table.name, None)
+            if state is None:
+                return apply_table(records, batch, table, ctx)
+            if isinstance(state, TableMetrics):
+                return state
+            prepared, group = state
+            return complete(prepared, ctx, group.folded_for(prepared) if group is not None else None)
+
+        try:
+            results = each_table(one_table, ordered, ctx.config.job.table_concurrency)
+        finally:
+            for group in shared:
+                group.release()
+            for state in ready.values():  # left by a table that never ran (a failure stopped the batch)
+                if isinstance(state, tuple):
+                    release(state[0].decoded.parsed)
         applied = dict(zip((t.name for t in ordered), results, strict=True))
         metrics.tables.extend(applied[t.name] for t in present)  # reported in the job's table order
     finally:
@@ -122,6 +147,51 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
         metrics.parked = {p.table: p.backlog for p in ctx.parking.parked()}
     metrics.seconds = time.monotonic() - started
     return metrics
+
+
+_Ready = TableMetrics | tuple[Prepared, GroupFold | None]
+"""A table's batch as `_folded_together` left it: done (nothing to fold), or prepared, with the
+group whose shared fold holds its rows (None: it folds alone)."""
+
+
+def _folded_together(
+    tables: Sequence[TableConfig], records_of: Callable[[str], DataFrame], received: Mapping[str | None, TableRecords],
+    ctx: BatchContext,
+) -> tuple[dict[str, _Ready], list[GroupFold]]:  # fmt: skip
+    """Prepare the batches of small `tables`, then fold those that fold alike as one (`job.table_group`).
+
+    A table whose preparation fails is left out: its own path (`apply_table` under failure
+    isolation) meets the failure again and handles it as for any table. A group whose fold fails
+    leaves each of its tables to fold on its own.
+    """
+    if len(tables) < 2:
+        return {}, []
+
+    def prepared_or_none(table: TableConfig) -> Prepared | TableMetrics | None:
+        try:
+            return prepare(records_of(table.name), received[table.name], table, ctx)
+        except Exception as exc:
+            log.info("table %s: not folded with others (%s); it takes its own path", table.name, error_summary(exc))
+            return None
+
+    states = each_table(prepared_or_none, list(tables), ctx.config.job.table_concurrency)
+    ready: dict[str, _Ready] = {}
+    for table, state in zip(tables, states, strict=True):
+        if state is not None:
+            ready[table.name] = state if isinstance(state, TableMetrics) else (state, None)
+    shared: list[GroupFold] = []
+    for group in groups_of([s for s in states if isinstance(s, Prepared)]):
+        names = [p.table.name for p in group]
+        try:
+            together = fold_together(group)
+        except Exception as exc:
+            log.warning("tables %s: folding them as one failed (%s); each folds on its own", names, error_summary(exc))
+            continue
+        shared.append(together)
+        for p in group:
+            ready[p.table.name] = (p, together)
+        log.debug("tables %s folded as one", names)
+    return ready, shared
 
 
 def catch_up(table: TableConfig, ctx: BatchContext) -> TableMetrics | None:

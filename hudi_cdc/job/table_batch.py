@@ -62,6 +62,38 @@ log = logging.getLogger(__name__)
 
 def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
     """decode -> schema check -> fold -> count -> write, for one table's records of the batch."""
+    prepared = prepare(records, received, table, ctx)
+    if isinstance(prepared, TableMetrics):
+        return prepared
+    return complete(prepared, ctx)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A table's batch decoded and checked, ready to fold (`complete`, or `job.table_group` with
+    other tables). Holds the decode's cache: `complete` releases it."""
+
+    table: TableConfig
+    records: DataFrame
+    received: TableRecords
+    decoded: DecodeResult
+    stored: DataFrame | None
+    """The stored table (None before its first commit)."""
+    committed: dict[str, str]
+    """The job metadata of the table's newest commit."""
+    previous: Progress
+    schema: StructType
+    """The table's columns after the schema check: what the fold folds."""
+    recorded_sources: dict[str, str] | None
+    one_task: bool
+    metrics: TableMetrics
+
+
+def prepare(
+    records: DataFrame, received: TableRecords, table: TableConfig, ctx: BatchContext
+) -> Prepared | TableMetrics:
+    """The table's stored state, its batch decoded and schema-checked; or its final metrics when
+    nothing is left to fold (a replayed batch, tombstones only, a refused schema change)."""
     spark = records.sparkSession
     stored, committed = _stored_state(spark, table)
     if _committed_already(committed, received.kafka, ctx):
@@ -77,7 +109,7 @@ def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, 
     decoded = decode(_as_json(records, table, ctx), table, envelopes=received.envelopes, stored=columns).cached()
     # None until a commit records them (a new table, or one written before they were recorded)
     recorded_sources = json.loads(committed[SOURCE_TYPES_KEY]) if SOURCE_TYPES_KEY in committed else None
-    folded: _Folded | None = None
+    handed_on = False
     try:
         try:
             schema = check(decoded.schema, columns, table, recorded_sources)
@@ -89,20 +121,39 @@ def apply_table(records: DataFrame, received: TableRecords, table: TableConfig, 
             _count_unapplied(decoded, tally(decoded, watermark=previous.watermark_ts_ms), metrics, ctx)
             return metrics
         _require_key_columns(schema, table, received)
-        one_task = _in_one_task(stored, received, schema, table)
-        folded = _fold_and_count(decoded, stored, schema, committed, previous, table, metrics, one_task=one_task)
-        _count_unapplied(decoded, folded.counted, metrics, ctx)
+        prepared = Prepared(
+            table=table, records=records, received=received, decoded=decoded, stored=stored, committed=committed,
+            previous=previous, schema=schema, recorded_sources=recorded_sources,
+            one_task=_in_one_task(stored, received, schema, table), metrics=metrics,
+        )  # fmt: skip
+        handed_on = True
+        return prepared
+    finally:
+        if not handed_on:
+            release(decoded.parsed)
+
+
+def complete(prepared: Prepared, ctx: BatchContext, folded: Folded | None = None) -> TableMetrics:
+    """Fold (unless `folded`, by `job.table_group`), count and write a prepared table's batch;
+    releases the decode's cache and the table's own fold."""
+    p, metrics = prepared, prepared.metrics
+    try:
+        if folded is None:
+            folded = _fold_and_count(
+                p.decoded, p.stored, p.schema, p.committed, p.previous, p.table, metrics, one_task=p.one_task
+            )
+        _count_unapplied(p.decoded, folded.counted, metrics, ctx)
         if folded.counted.events == 0:
             return metrics  # tombstones, skipped or rejected records only: nothing to write
-        written, progress = _count_written(folded, received.kafka, previous, metrics)
-        commit_metadata_ = _commit_metadata(folded, decoded, recorded_sources, progress, received.kafka, table, ctx)
-        _write(folded, written, stored is not None, schema, commit_metadata_, table, metrics)
+        written, progress = _count_written(folded, p.received.kafka, p.previous, metrics)
+        commit_metadata_ = _commit_metadata(folded, p.decoded, p.recorded_sources, progress, p.received.kafka, p.table, ctx)
+        _write(folded, written, p.stored is not None, p.schema, commit_metadata_, p.table, metrics)
         if metrics.commit_time:
             metrics.watermark_ts_ms = progress.watermark_ts_ms
         return metrics
     finally:
-        release(decoded.parsed)
-        if folded is not None:
+        release(p.decoded.parsed)
+        if folded is not None and folded.held is not None:
             release(folded.held)
 
 
@@ -159,11 +210,12 @@ class _FoldRun:
 
 
 @dataclass(frozen=True)
-class _Folded:
+class Folded:
     """The fold's rows (over a checkpoint, `held`: the caller releases it) and the batch's counts."""
 
     rows: DataFrame
-    held: DataFrame
+    held: DataFrame | None
+    """None: the checkpoint is shared by tables folded as one, and `job.table_group` releases it."""
     counted: DecodedTally
     truncation: Truncation | None
     """The batch's newest truncate, applied as a table-wide delete (None: none, or ignored)."""
@@ -174,18 +226,18 @@ class _Folded:
 def _fold_and_count(
     decoded: DecodeResult, stored: DataFrame | None, schema: StructType, committed: dict[str, str],
     previous: Progress, table: TableConfig, metrics: TableMetrics, *, one_task: bool,
-) -> _Folded:  # fmt: skip
+) -> Folded:  # fmt: skip
     """Folded first, counted after: one Spark job counts both the decoded batch and the fold's
     outcomes. The fold assumes the batch truncates nothing, and a table's first batch that it
     holds only full images (`collapse.first_load`); that count then confirms both. `one_task`:
     both run in one task, with no shuffle (`job.sizing.in_one_task`)."""
     remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
-    changes = _without_truncates(decoded.events)
+    changes = without_truncates(decoded.events)
     run = _fold(changes, None, stored, schema, remembered, table, first_load_=stored is None, one_task=one_task)
     try:
         labels = _outcome_labels(run, changes, schema, table)
         counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=labels, one_task=one_task)
-        truncation, metrics.truncate_ignored = _truncation(counted, table)
+        truncation, metrics.truncate_ignored = truncation_of(counted, table)
         if partial := counted.labelled.get(_NOT_FIRST_LOAD, 0):
             log.info("table %s: %d event(s) of its first batch are not full images; folded again", table.name, partial)
         if truncation is not None or partial:
@@ -197,11 +249,11 @@ def _fold_and_count(
     except BaseException:
         release(run.held)
         raise
-    return _Folded(rows=run.rows, held=run.held, counted=counted, truncation=truncation, remembered=remembered)
+    return Folded(rows=run.rows, held=run.held, counted=counted, truncation=truncation, remembered=remembered)
 
 
 def _count_written(
-    folded: _Folded, kafka: KafkaRange, previous: Progress, metrics: TableMetrics
+    folded: Folded, kafka: KafkaRange, previous: Progress, metrics: TableMetrics
 ) -> tuple[RowCounts, Progress]:
     """Count every event's outcome into `metrics`; what the write will write, and the progress it records."""
     counted = folded.counted
@@ -213,7 +265,7 @@ def _count_written(
 
 
 def _commit_metadata(
-    folded: _Folded, decoded: DecodeResult, recorded_sources: dict[str, str] | None, progress: Progress,
+    folded: Folded, decoded: DecodeResult, recorded_sources: dict[str, str] | None, progress: Progress,
     kafka: KafkaRange, table: TableConfig, ctx: BatchContext,
 ) -> dict[str, str]:  # fmt: skip
     """What the commit records beside the rows: the batch, its Kafka range, progress, index, source types, truncate."""
@@ -230,7 +282,7 @@ def _commit_metadata(
 
 
 def _write(
-    folded: _Folded, written: RowCounts, table_exists: bool, schema: StructType, metadata: dict[str, str],
+    folded: Folded, written: RowCounts, table_exists: bool, schema: StructType, metadata: dict[str, str],
     table: TableConfig, metrics: TableMetrics,
 ) -> None:  # fmt: skip
     """One Hudi commit of the folded rows, with `metadata`; its counts and times into `metrics`."""
@@ -310,7 +362,7 @@ def _fold(
     """
     if first_load_:
         loaded = first_load(
-            events=conform_events(changes, schema), schema=schema, key=table.key, carried=_carried_types(table),
+            events=conform_events(changes, schema), schema=schema, key=table.key, carried=carried_types(table),
             one_task=one_task,
         )  # fmt: skip
         held = checkpointed(loaded.judged)
@@ -319,7 +371,7 @@ def _fold(
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
     result = fold(
         # only a table that writes prepped needs its rows' locations through the fold
-        carried=tuple(_carried_types(table)),
+        carried=tuple(carried_types(table)),
         events=conform_events(changes, schema),
         stored=touched_rows(lookup, changes, schema, table, every_row=every_row, one_task=one_task),
         schema=schema,
@@ -334,7 +386,7 @@ def _fold(
     return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False)
 
 
-def _carried_types(table: TableConfig) -> dict[str, str]:
+def carried_types(table: TableConfig) -> dict[str, str]:
     """The columns the fold carries from stored rows (name -> type): a prepped table's row locations."""
     return {prepped.LOCATION: prepped.LOCATION_TYPE} if prepped.applies(table) else {}
 
@@ -454,12 +506,12 @@ def _batch_marks(counted: DecodedTally, kafka: KafkaRange) -> dict[str, dict[str
     }
 
 
-def _without_truncates(events: DataFrame) -> DataFrame:
-    """The row changes among `events`: truncates become a table-wide delete (`_truncation`), or are ignored."""
+def without_truncates(events: DataFrame) -> DataFrame:
+    """The row changes among `events`: truncates become a table-wide delete (`truncation_of`), or are ignored."""
     return events.filter(F.col(OP) != Op.TRUNCATE.value)
 
 
-def _truncation(counted: DecodedTally, table: TableConfig) -> tuple[Truncation | None, int]:
+def truncation_of(counted: DecodedTally, table: TableConfig) -> tuple[Truncation | None, int]:
     """The batch's newest truncate, applied as a table-wide delete; or none, and how many were ignored."""
     newest = counted.newest_truncate
     if newest is None:
