@@ -10,6 +10,7 @@
     python -m devkit.bench.warm --codegen          # also the classes code generation compiled in each batch
     python -m devkit.bench.warm --jfr build/warm.jfr   # also where the driver's table threads spend their samples
     python -m devkit.bench.warm --prepped off      # the tables upsert without prepped writes
+    python -m devkit.bench.warm --tables 6 --job-setting fold_together=false   # a `job:` setting of the benched job
     python -m devkit.bench.warm --tables 8 --ab-option hoodie.metadata.enable=true
                                                    # in-process A/B: odd tables get the option; their commits' wall time compared
 
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prepped", choices=("on", "off"), default="on", help="the tables' prepped_writes")
     parser.add_argument("--ab-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a Hudi option of the odd-numbered tables only; prints both halves' commit wall time")
+    parser.add_argument("--job-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a `job:` setting of the benched job (e.g. fold_together=false)")
     parser.add_argument("--list-jobs", action="store_true", help="print the Spark jobs of the last batch (runs Spark's UI)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting of the bench's session (repeatable)")
@@ -140,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     idle = [source(f"idle{i}") for i in range(args.idle_tables)]
     config = parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
-        "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
+        "job": {"name": "bench-warm", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl"),
+                **dict(setting.split("=", 1) for setting in args.job_setting)},
         "routes": [{"topic": t.topic, "table": f"accounts_{i}"} for i, t in enumerate(sources)]
                   + [{"topic": t.topic, "table": f"idle_{i}"} for i, t in enumerate(idle)],
         "tables": [{"name": f"accounts_{i}", "key": ["id"], "base_path": str(root / f"accounts_{i}"),
