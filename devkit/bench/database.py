@@ -79,6 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=1.0, help="updates per second, all tables together")
     parser.add_argument("--skew", type=float, default=1.0, help="Zipf exponent of the tables' share of the updates")
     parser.add_argument("--seconds", type=float, default=600, help="how long the trickle lasts")
+    parser.add_argument("--job-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a `job:` setting of hudi_cdc's job (e.g. fold_together=false)")
     parser.add_argument("--start-tables", type=int, default=0, help="also measure the start with this many new topics")
     return parse_job_arguments(parser, argv, trigger="10 seconds", drain_timeout=1800, smoke=SMOKE)
 
@@ -131,6 +133,7 @@ def _spec(job: str, kafka: LocalKafka, topics: list[str], root: Path, args: argp
     return JobSpec(job=job, bootstrap=kafka.bootstrap_servers, topics=topics, batch=10_000_000,
                    table_path=str(root / "tables"), type="COPY_ON_WRITE", partitioned=False,
                    work_dir=str(root / "work"), table_concurrency=args.table_concurrency,
+                   job_settings=dict(setting.split("=", 1) for setting in args.job_setting),
                    trigger_interval=args.trigger, template=rf"{prefix}_[0-9]+" if job == "hudi_cdc" else None)  # fmt: skip
 
 

@@ -71,6 +71,8 @@ class JobSpec:
     """The table's `hoodie_options`; the plain job writes with them too (`plain_options`)."""
     min_partitions: int | None = None
     """`kafka.min_partitions`: every job reads through the same source (`kafka.source.kafka_source`)."""
+    job_settings: dict[str, str] = field(default_factory=dict)
+    """hudi_cdc only: more `job:` settings (`fold_together=false`)."""
     template: str | None = None
     """hudi_cdc only: one table template instead of a declared table per topic (the database bench),
     matching the topics `bench.<part>.accounts` whose part matches this regex (`db_[0-9]+`). Each
@@ -121,6 +123,7 @@ def hudi_cdc_config(spec: JobSpec) -> Config:
                 "checkpoint_dir": str(work / "cp-hudi_cdc"),
                 "dead_letter_path": str(work / "dlq"),
                 "table_concurrency": spec.table_concurrency,
+                **spec.job_settings,
                 **({"trigger_interval": spec.trigger_interval} if spec.trigger_interval else {}),
             },
             **placement,

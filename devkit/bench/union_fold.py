@@ -4,7 +4,8 @@ one, as `job.table_batch` does today, against one fold of their union with the t
     python -m devkit.bench.union_fold                       # 11 tables, 12 rounds, 200 stored rows each
     python -m devkit.bench.union_fold --tables 20 --rounds 8
 
-The design it weighs (docs/performance-journal.md, rounds 23, 37 and 39): a table's fixed work in
+The design it weighed, built into the job in round 40 as `job.table_group` (docs/performance-journal.md,
+rounds 23, 37, 39 and 40): a table's fixed work in
 a batch is mostly the driver planning its queries, the fold's checkpoint, the counting job and the
 write's read of the fold, each of which pays Catalyst's analysis and optimization, adaptive
 execution, closure cleaning and a Spark job of its own. Tables made from one template share their

@@ -32,7 +32,7 @@ from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.isolation import apply_isolating
 from hudi_cdc.job.sizing import tasks_for
 from hudi_cdc.job.table_batch import Prepared, apply_table, complete, prepare
-from hudi_cdc.job.table_group import GroupFold, fold_together, groups_of
+from hudi_cdc.job.table_group import GroupFold, candidates, fold_together, groups_of
 from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unrouted_reason
 from hudi_cdc.kafka.source import kafka_range
 from hudi_cdc.spark.lineage import release
@@ -110,8 +110,8 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
                 return TableMetrics(table=table.name, parked=batch.read, error=f"parked: {_first_line(failure.cause)}")
 
         ordered = oldest_first(present, received)
-        small = [t for t in ordered if t.name in received and t.name not in parked and tasks_for(received[t.name].read) == 1]
-        ready, shared = _folded_together(small, records_of, received, ctx) if ctx.config.job.fold_together else ({}, [])
+        small = candidates(ordered, received, parked=parked) if ctx.config.job.fold_together else []
+        ready, shared = _folded_together(small, records_of, received, ctx)
 
         def resume(records: DataFrame, batch: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
             # the state `_folded_together` left, once: a retry, or a part of a split batch, starts over

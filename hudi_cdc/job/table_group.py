@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -29,11 +29,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from hudi_cdc.commit.offsets import TRUNCATE_KEY
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.events import KAFKA_TOPIC
 from hudi_cdc.fold.collapse import fold
 from hudi_cdc.fold.merge import key_state, write_kind
 from hudi_cdc.fold.stored_state import conform_events, index_lookup_column, touched_rows
-from hudi_cdc.fold.tally import DecodedTally, tally_tables
+from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally_tables
+from hudi_cdc.job.sizing import tasks_for
 from hudi_cdc.job.table_batch import Folded, Prepared, carried_types, truncation_of, without_truncates
 from hudi_cdc.kafka.routing import TABLE_COLUMN
 from hudi_cdc.spark.lineage import checkpointed, release
@@ -45,6 +47,33 @@ GROUP_TABLE = "_cdc_group_table"
 
 _IDENTITY = {"name", "base_path", "hive"}
 """A table's settings that name it rather than shape its fold."""
+
+MAX_TABLES = 32
+"""Tables of a batch prepared to be folded together, at most. Their decoded batches are held
+until the shared fold is done (a table on its own path holds only its own while it runs), and a
+shared fold plans a union of every one, whose analysis grows with it: the bound keeps it near
+the sizes measured (docs/performance-journal.md, rounds 39 and 40)."""
+MAX_RECORDS = 50_000
+"""Records of a batch prepared to be folded together, at most: what their decoded batches may
+hold in the executors' memory at once (a backlog after a pause gives many tables many records)."""
+
+
+def candidates(
+    tables: Sequence[TableConfig], received: Mapping[str | None, TableRecords], *, parked: Collection[str]
+) -> list[TableConfig]:
+    """Of `tables` (in the batch's order), those prepared to be folded together: records in this
+    batch, not parked, each small enough for one task, within MAX_TABLES and MAX_RECORDS."""
+    chosen: list[TableConfig] = []
+    records = 0
+    for table in tables:
+        batch = received.get(table.name)
+        if batch is None or table.name in parked or tasks_for(batch.read) > 1:
+            continue
+        if len(chosen) == MAX_TABLES or records + batch.read > MAX_RECORDS:
+            break
+        chosen.append(table)
+        records += batch.read
+    return chosen
 
 
 def group_key(prepared: Prepared) -> str | None:

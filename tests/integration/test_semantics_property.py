@@ -80,6 +80,8 @@ def test_any_arrival_order_and_batching_matches_reference(
     rng = random.Random(seed)
     tables: list[dict[str, Any]] = [
         {"name": "cow", "key": ["id"], "partition_by": ["p"], "deletes": "soft"},
+        # cow's settings and columns: after its first load, folded as one with cow (job.table_group)
+        {"name": "cow_twin", "key": ["id"], "partition_by": ["p"], "deletes": "soft"},
         {
             "name": "mor", "key": ["id"], "partition_by": ["p"], "deletes": "soft", "type": "MERGE_ON_READ",
             "compaction": {"mode": "inline", "strategy": "NUM_COMMITS", "max_delta_commits": 2},
@@ -88,7 +90,7 @@ def test_any_arrival_order_and_batching_matches_reference(
     job = Job(spark, kafka, Path(tmp_path_factory.mktemp("prop")), tables, metastore_uris=metastore.uri)
     planned = _plan(raw)
     for batch in _arrival_batches(planned, rng):
-        for name in ("cow", "mor"):
+        for name in ("cow", "cow_twin", "mor"):
             source = DebeziumTable(server=f"srv{job.suffix}", database="db", table=name, columns=COLUMNS, key=["id"])
             records = [
                 source.change(op, before=image if op == "d" else None, after=None if op == "d" else image,
@@ -105,7 +107,7 @@ def test_any_arrival_order_and_batching_matches_reference(
         ({c: row[c] for c in ["id", *DATA, "_cdc_deleted", "_cdc_op"]} for row in reference.rows().values()),
         key=lambda r: r["id"],
     )
-    for name in ("cow", "mor"):
+    for name in ("cow", "cow_twin", "mor"):
         for reader in (job.rows_spark, job.rows_hudi_rs):
             got = [{c: r[c] for c in ["id", *DATA, "_cdc_deleted", "_cdc_op"]} for r in reader(name)]
             assert sorted(got, key=lambda r: r["id"]) == expected, f"{name} read by {reader.__name__}"

@@ -19,11 +19,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from devkit.debezium import Column, DebeziumTable, KafkaRecord
 from hudi_cdc.commit.metrics import BatchMetrics
-from hudi_cdc.config.models import Config, parse_config
-from hudi_cdc.job import pipeline
+from hudi_cdc.commit.offsets import KafkaRange
+from hudi_cdc.config.models import Config, TableConfig, parse_config
+from hudi_cdc.fold.tally import TableRecords
+from hudi_cdc.job import pipeline, table_group
 from hudi_cdc.job.catalog import TableCatalog
 from hudi_cdc.job.parking import ParkingLot
 from hudi_cdc.job.pipeline import BatchContext, run_batch
+from hudi_cdc.job.sizing import ROWS_PER_TASK
 from hudi_cdc.job.table_batch import Prepared
 from tests.support.decode_rows import KAFKA_COLUMNS, T0
 
@@ -207,3 +210,25 @@ def test_a_table_whose_commit_fails_after_the_shared_fold_is_parked_alone(
     # Kafka again: test_table_failure runs it against a real broker)
     assert [(p.table, p.pending.first) for p in lake.parking.parked()] == [("b", {b.topic: {"0": 1}})]
     assert not (tmp_path / "dl").exists()
+
+
+def test_candidates_are_small_unparked_tables_in_the_batchs_order_within_the_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def table(name: str) -> TableConfig:
+        return TableConfig(name=name, key=["id"], base_path=f"/lake/{name}")
+
+    def received(read: int) -> TableRecords:
+        return TableRecords(read=read, tombstones=0, kafka=KafkaRange(first={}, last={}))
+
+    tables = [table(n) for n in ("big", "p", "a", "quiet", "b", "c")]
+    batch = {"big": received(ROWS_PER_TASK + 1), "p": received(3), "a": received(5), "b": received(7), "c": received(9)}
+    chosen = table_group.candidates(tables, batch, parked={"p"})
+    assert [t.name for t in chosen] == ["a", "b", "c"]
+
+    monkeypatch.setattr(table_group, "MAX_TABLES", 2)
+    assert [t.name for t in table_group.candidates(tables, batch, parked={"p"})] == ["a", "b"]
+    monkeypatch.setattr(table_group, "MAX_RECORDS", 12)
+    assert [t.name for t in table_group.candidates(tables, batch, parked={"p"})] == ["a", "b"]
+    monkeypatch.setattr(table_group, "MAX_RECORDS", 11)
+    assert [t.name for t in table_group.candidates(tables, batch, parked={"p"})] == ["a"]
