@@ -1,8 +1,9 @@
 """run_batch(): the only module that knows the order of a batch's steps over every table.
 
 Kafka rows -> routed to tables -> surveyed (counts, envelopes) -> unrouted records dead-lettered ->
-each table's batch (`job/table_batch.py`: decode -> schema check -> fold -> count -> write), inside
-failure isolation (`job/isolation.py`), tables side by side -> BatchMetrics. A table that must stop
+small tables that fold alike prepared and folded as one (`job/table_group.py`) -> each table's batch
+(`job/table_batch.py`: decode -> schema check -> fold -> count -> write), inside failure isolation
+(`job/isolation.py`), tables side by side -> BatchMetrics. A table that must stop
 (incompatible schema) sends its records to the dead-letter store and the other tables keep flowing.
 """
 

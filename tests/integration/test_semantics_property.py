@@ -80,14 +80,15 @@ def test_any_arrival_order_and_batching_matches_reference(
     rng = random.Random(seed)
     tables: list[dict[str, Any]] = [
         {"name": "cow", "key": ["id"], "partition_by": ["p"], "deletes": "soft"},
-        # cow's settings and columns: after its first load, folded as one with cow (job.table_group)
+        # cow's settings and columns: after its first load, folded as one with cow (job.fold_together)
         {"name": "cow_twin", "key": ["id"], "partition_by": ["p"], "deletes": "soft"},
         {
             "name": "mor", "key": ["id"], "partition_by": ["p"], "deletes": "soft", "type": "MERGE_ON_READ",
             "compaction": {"mode": "inline", "strategy": "NUM_COMMITS", "max_delta_commits": 2},
         },
     ]  # fmt: skip
-    job = Job(spark, kafka, Path(tmp_path_factory.mktemp("prop")), tables, metastore_uris=metastore.uri)
+    job = Job(spark, kafka, Path(tmp_path_factory.mktemp("prop")), tables, metastore_uris=metastore.uri,
+              job_settings={"fold_together": True})
     planned = _plan(raw)
     for batch in _arrival_batches(planned, rng):
         for name in ("cow", "cow_twin", "mor"):
