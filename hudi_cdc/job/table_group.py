@@ -6,7 +6,11 @@ scheduling (docs/performance-journal.md, rounds 23, 37 and 39). Tables made from
 share their columns and settings, so their events and stored rows can be folded as one table
 whose key leads with the table's name; each table then commits its own rows, filtered from the
 shared fold, in a Hudi commit of its own. Measured on the package's fold: 0.50x the CPU of
-folding and counting 11 such tables one by one (`devkit.bench.union_fold`).
+folding and counting 11 such tables one by one (`devkit.bench.union_fold`); in the job, 0.86x
+the CPU of a batch of 6 tables applied one at a time. Off by default (`job.fold_together`):
+three tables at a time over 200 tables it saved 4% of the run's CPU, and its batches ran longer,
+for the shared fold runs on one thread between the tables' preparing and their commits, where
+the tables' own paths overlapped (docs/performance-journal.md, round 40).
 
 Only tables whose fold would be the same apart from their names are grouped (`group_key`): equal
 settings, columns after the schema check and stored columns; each table small enough to fold in
