@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -175,10 +176,7 @@ def tally_tables(
     generation); tables folded as one (`job.table_group`) are counted as one too.
     """
     counted = [_labelled_rows(result.classified).withColumn(TABLE_COLUMN, F.lit(name)) for name, result in decoded.items()]
-    union = counted[0]
-    for frame in counted[1:]:
-        union = union.unionByName(frame)
-    union = union.unionByName(
+    union = reduce(DataFrame.unionByName, counted).unionByName(
         labels.select(F.col(TABLE_COLUMN), F.lit(_LABELLED).alias("kind"), F.col("label")), allowMissingColumns=True
     )
     rows = _aggregated(union, [TABLE_COLUMN], one_task=one_task).collect()

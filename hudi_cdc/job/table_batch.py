@@ -33,7 +33,7 @@ from hudi_cdc.decode.envelope import ENVELOPE_COLUMNS
 from hudi_cdc.decode.records import DecodeResult, decode
 from hudi_cdc.errors import KeyColumnsMissing, RelayoutError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
-from hudi_cdc.fold.collapse import Truncation, first_load, fold, writes_every_column
+from hudi_cdc.fold.collapse import FoldResult, Truncation, first_load, fold, writes_every_column
 from hudi_cdc.fold.merge import DELETE, NEW_KEY, UNLOCATED, UPSERT, key_state, rows_to_write, write_kind
 from hudi_cdc.fold.stored_state import (
     INDEX_LOOKUP_MAX_KEYS,
@@ -362,18 +362,33 @@ def _fold(
     """
     if first_load_:
         loaded = first_load(
-            events=conform_events(changes, schema), schema=schema, key=table.key, carried=carried_types(table),
+            events=conform_events(changes, schema), schema=schema, key=table.key, carried=_carried_types(table),
             one_task=one_task,
         )  # fmt: skip
         held = checkpointed(loaded.judged)
         return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held, first_load=True)
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
-    result = fold(
+    stored_rows = touched_rows(lookup, changes, schema, table, every_row=every_row, one_task=one_task)
+    result = fold_table(
+        conform_events(changes, schema), stored_rows, schema, table,
+        truncation=truncation, remembered=remembered, one_task=one_task,
+    )  # fmt: skip
+    rows = checkpointed(result.rows)
+    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False)
+
+
+def fold_table(
+    events: DataFrame, stored: DataFrame, schema: StructType, table: TableConfig, *,
+    truncation: Truncation | None, remembered: Truncation | None, one_task: bool,
+) -> FoldResult:  # fmt: skip
+    """`collapse.fold` of conformed `events` onto the `stored` rows they touch, keyed by
+    `table.key`, with the table's settings (delete mode, partition columns, carried locations)."""
+    return fold(
         # only a table that writes prepped needs its rows' locations through the fold
-        carried=tuple(carried_types(table)),
-        events=conform_events(changes, schema),
-        stored=touched_rows(lookup, changes, schema, table, every_row=every_row, one_task=one_task),
+        carried=tuple(_carried_types(table)),
+        events=events,
+        stored=stored,
         schema=schema,
         key=table.key,
         soft_deletes=table.deletes == "soft",
@@ -382,11 +397,9 @@ def _fold(
         sticky=frozenset(table.partition_by),
         one_task=one_task,
     )
-    rows = checkpointed(result.rows)
-    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False)
 
 
-def carried_types(table: TableConfig) -> dict[str, str]:
+def _carried_types(table: TableConfig) -> dict[str, str]:
     """The columns the fold carries from stored rows (name -> type): a prepped table's row locations."""
     return {prepped.LOCATION: prepped.LOCATION_TYPE} if prepped.applies(table) else {}
 

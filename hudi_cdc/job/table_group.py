@@ -27,6 +27,7 @@ import json
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -35,12 +36,11 @@ from pyspark.sql.types import StringType, StructField, StructType
 from hudi_cdc.commit.offsets import TRUNCATE_KEY
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.events import KAFKA_TOPIC
-from hudi_cdc.fold.collapse import fold
 from hudi_cdc.fold.merge import key_state, write_kind
 from hudi_cdc.fold.stored_state import conform_events, index_lookup_column, touched_rows
 from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally_tables
 from hudi_cdc.job.sizing import tasks_for
-from hudi_cdc.job.table_batch import Folded, Prepared, carried_types, truncation_of, without_truncates
+from hudi_cdc.job.table_batch import Folded, Prepared, fold_table, truncation_of, without_truncates
 from hudi_cdc.kafka.routing import TABLE_COLUMN
 from hudi_cdc.spark.lineage import checkpointed, release
 
@@ -132,22 +132,11 @@ def fold_together(group: Sequence[Prepared]) -> GroupFold:
     table, schema = first.table, first.schema
     union_schema = StructType([StructField(GROUP_TABLE, StringType()), *schema.fields])
     union_table = table.model_copy(update={"key": [GROUP_TABLE, *table.key]})
-    named = [F.lit(p.table.name).alias(GROUP_TABLE) for p in group]
-    events = _union([without_truncates(p.decoded.events).select(n, "*") for p, n in zip(group, named, strict=True)])
-    stored = _union([p.stored.select(n, "*") for p, n in zip(group, named, strict=True) if p.stored is not None])
+    events = reduce(DataFrame.unionByName, [_named(without_truncates(p.decoded.events), p) for p in group])
+    stored = reduce(DataFrame.unionByName, [_named(p.stored, p) for p in group if p.stored is not None])
     conformed = conform_events(events, union_schema)
-    result = fold(
-        carried=tuple(carried_types(table)),
-        events=conformed,
-        stored=touched_rows(stored, conformed, union_schema, union_table, every_row=False, one_task=True),
-        schema=union_schema,
-        key=union_table.key,
-        soft_deletes=table.deletes == "soft",
-        truncation=None,
-        remembered=None,
-        sticky=frozenset(table.partition_by),
-        one_task=True,
-    )
+    touched = touched_rows(stored, conformed, union_schema, union_table, every_row=False, one_task=True)
+    result = fold_table(conformed, touched, union_schema, union_table, truncation=None, remembered=None, one_task=True)
     rows = checkpointed(result.rows)
     try:
         counted = tally_tables(
@@ -175,8 +164,6 @@ def _labels(outcomes: DataFrame, rows: DataFrame, group: Sequence[Prepared]) -> 
     return by_outcome.unionByName(writes.filter(F.col("label").isNotNull()))
 
 
-def _union(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for frame in frames[1:]:
-        out = out.unionByName(frame)
-    return out
+def _named(frame: DataFrame, prepared: Prepared) -> DataFrame:
+    """`frame` with GROUP_TABLE, its table's name, in front."""
+    return frame.select(F.lit(prepared.table.name).alias(GROUP_TABLE), "*")

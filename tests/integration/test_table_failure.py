@@ -10,8 +10,6 @@ up from Kafka, in order, once its storage works again; with `stop` the job stops
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from hudi_cdc.job import stream
 from hudi_cdc.job.stream import CATCH_UP_BATCH
 from tests.support.accounts import COLUMNS, account, accounts_source
 from tests.support.harness import Job, continuous, wait_for
+from tests.support.storage_faults import refusing_writes
 
 pytestmark = pytest.mark.integration
 
@@ -92,30 +91,8 @@ def test_a_corrupt_metadata_table_stops_the_table_and_the_batch_is_applied_after
     assert nothing.exit_code == 2 and "no table 'nobody'" in nothing.output
 
 
-@contextmanager
-def _refusing_writes(table: Path) -> Iterator[None]:
-    """The table's local storage refuses every new write while inside, whoever the process runs as.
-
-    A file stands where Hudi creates each write's marker folder (`.hoodie/.temp`, written
-    directly with `hoodie.write.markers.type: DIRECT`), so the local file system refuses the
-    first file a commit writes (ENOTDIR), before any data file. Unlike a permission bit or
-    `chattr +i`, this binds root and needs no capability, so the test never skips.
-    """
-    temp = table / ".hoodie" / ".temp"
-    aside = table / ".hoodie" / ".temp-aside"
-    if temp.exists():
-        temp.rename(aside)
-    temp.write_text("not a folder: writes under it are refused\n")
-    try:
-        yield
-    finally:
-        temp.unlink()
-        if aside.exists():
-            aside.rename(temp)
-
-
 def _accounts_and_orders(spark: SparkSession, kafka: LocalKafka, tmp_path: Path) -> tuple[Job, DebeziumTable, DebeziumTable]:
-    """A job of two tables; `accounts` writes its markers directly, so `_refusing_writes` can refuse them."""
+    """A job of two tables; `accounts` writes its markers directly, so `refusing_writes` can refuse them."""
     job = Job(spark, kafka, tmp_path, [
         {"name": "accounts", "key": ["id"], "hoodie_options": {"hoodie.write.markers.type": "DIRECT"}},
         {"name": "orders", "key": ["id"]},
@@ -141,7 +118,7 @@ def test_a_table_whose_storage_refuses_writes_is_parked_the_others_go_on_and_it_
          accounts.change("d", before=account(10, "n10", "1.00"), pos=302)],
         [accounts.change("c", after=account(21, "again", "3.00"), pos=400)],
     ]  # fmt: skip
-    with _refusing_writes(Path(job.path("accounts"))):
+    with refusing_writes(Path(job.path("accounts"))):
         for n, changes in enumerate(parked_runs):
             job.produce("accounts", changes)
             job.produce("orders", [orders.change("u", after=account(n, f"o{n}-{len(changes)}", "5.00"), pos=500 + n)])
@@ -236,7 +213,7 @@ def test_a_continuous_job_parks_a_table_and_catches_it_up_without_a_restart(
     job.run()
 
     with continuous(job) as running:
-        with _refusing_writes(Path(job.path("accounts"))):
+        with refusing_writes(Path(job.path("accounts"))):
             job.produce("accounts", [accounts.change("c", after=account(i, f"n{i}", "1.00"), pos=200 + i) for i in range(2, 5)])
             job.produce("accounts", [accounts.change("d", before=account(2, "n2", "1.00"), pos=300)])
             job.produce("orders", [orders.change("c", after=account(i, f"o{i}", "1.00"), pos=200 + i) for i in range(2, 5)])

@@ -8,8 +8,6 @@ counted. A spy on the real `fold_together` shows which tables were folded as one
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from hudi_cdc.job.pipeline import BatchContext, run_batch
 from hudi_cdc.job.sizing import ROWS_PER_TASK
 from hudi_cdc.job.table_batch import Prepared
 from tests.support.decode_rows import KAFKA_COLUMNS, T0
+from tests.support.storage_faults import refusing_writes
 
 COLUMNS = [Column("id", "int64", optional=False), Column("name", "string"), Column("qty", "int32")]
 WIDER = [*COLUMNS, Column("note", "string")]
@@ -112,6 +111,7 @@ def _batches() -> list[dict[str, list[KafkaRecord]]]:
             a.change("u", after={"id": 1, "name": "a1x", "qty": 11}, pos=201),
             a.change("d", before={"id": 2, "name": "a2", "qty": 2}, pos=202),
             a.change("c", after={"id": 9, "name": "a9", "qty": 9}, pos=203),
+            (None, b"{not json"),  # undecodable: dead-lettered, the rest of the batch applied
         ],
         b.topic: [
             b.change("u", after={"id": 3, "name": "late", "qty": 0}, pos=50),  # older than its stored row
@@ -149,7 +149,7 @@ def test_tables_folded_as_one_hold_and_count_what_each_folded_alone_does(
     assert together.rows("a") == [(1, "a1x", 11, "u"), (2, "a2again", 22, "c"), (3, "a3", 3, "c"), (9, "a9", 9, "c")]
     assert together.rows("b") == [(2, "b2", 2, "c"), (3, "b3", 34, "u")]
     second = {t.table: t for t in together.batches[1].tables}
-    assert (second["b"].late, second["b"].collapsed, second["a"].deleted) == (1, 1, 1), second["b"]
+    assert (second["b"].late, second["b"].collapsed, second["a"].deleted, second["a"].dead_letter) == (1, 1, 1, 1)
 
 
 def test_a_truncate_among_tables_folded_as_one_is_folded_on_its_own(
@@ -172,23 +172,6 @@ def test_a_truncate_among_tables_folded_as_one_is_folded_on_its_own(
     assert together.rows("b") == alone.rows("b") == [(1, "z", 7, "u"), (2, "x", 2, "c")]
 
 
-@contextmanager
-def _refusing_writes(table: Path) -> Iterator[None]:
-    """The table's storage refuses every new write while inside: a file stands where a commit
-    creates its marker folder (the tables write markers directly), as in test_table_failure."""
-    temp = table / ".hoodie" / ".temp"
-    aside = table / ".hoodie" / ".temp-aside"
-    if temp.exists():
-        temp.rename(aside)
-    temp.write_text("not a folder\n")
-    try:
-        yield
-    finally:
-        temp.unlink()
-        if aside.exists():
-            aside.rename(temp)
-
-
 def test_a_table_whose_commit_fails_after_the_shared_fold_is_parked_alone(
     spark: SparkSession, tmp_path: Path, grouped: list[list[str]]
 ) -> None:
@@ -196,7 +179,7 @@ def test_a_table_whose_commit_fails_after_the_shared_fold_is_parked_alone(
     lake = Lake(spark, tmp_path, together=True, settings={"hoodie_options": {"hoodie.write.markers.type": "DIRECT"}})
     lake.run({s.topic: [s.change("c", after={"id": 1, "name": "x", "qty": 1}, pos=100)] for s in (a, b, c)})
     update = {s.topic: [s.change("u", after={"id": 1, "name": "y", "qty": 2}, pos=200)] for s in (a, b, c)}
-    with _refusing_writes(tmp_path / "lake" / "b"):
+    with refusing_writes(tmp_path / "lake" / "b"):
         refused = lake.run(update)
     assert [sorted(g) for g in grouped] == [["a", "b", "c"]], "the three tables were not folded as one"
     by_table = {t.table: t for t in refused.tables}
