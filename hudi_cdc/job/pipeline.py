@@ -1,9 +1,9 @@
 """run_batch(): the only module that knows the order of a batch's steps over every table.
 
 Kafka rows -> routed to tables -> surveyed (counts, envelopes) -> unrouted records dead-lettered ->
-small tables that fold alike prepared and folded as one (`job/table_group.py`) -> each table's batch
-(`job/table_batch.py`: decode -> schema check -> fold -> count -> write), inside failure isolation
-(`job/isolation.py`), tables side by side -> BatchMetrics. A table that must stop
+small tables that fold alike prepared and folded as one, a part per table thread (`job/table_group.py`) ->
+each table's batch (`job/table_batch.py`: decode -> schema check -> fold -> count -> write), inside
+failure isolation (`job/isolation.py`), tables side by side -> BatchMetrics. A table that must stop
 (incompatible schema) sends its records to the dead-letter store and the other tables keep flowing.
 """
 
@@ -33,7 +33,7 @@ from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.isolation import apply_isolating
 from hudi_cdc.job.sizing import tasks_for
 from hudi_cdc.job.table_batch import Prepared, apply_table, complete, prepare
-from hudi_cdc.job.table_group import GroupFold, candidates, fold_together, groups_of
+from hudi_cdc.job.table_group import GroupFold, candidates, fold_together, groups_of, parts
 from hudi_cdc.kafka.routing import TABLE_COLUMN, route, templated_topic, unrouted_reason
 from hudi_cdc.kafka.source import kafka_range
 from hudi_cdc.spark.lineage import release
@@ -112,7 +112,8 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
 
         ordered = oldest_first(present, received)
         small = candidates(ordered, received, parked=parked) if ctx.config.job.fold_together else []
-        ready, shared = _folded_together(small, records_of, received, ctx)
+        units = _units(ordered, parts(small, ctx.config.job.table_concurrency) if len(small) > 1 else [])
+        ready: dict[str, _Ready] = {}  # each part's tables' states; parts write disjoint keys
 
         def resume(records: DataFrame, batch: TableRecords, table: TableConfig, ctx: BatchContext) -> TableMetrics:
             # the state `_folded_together` left, once: a retry, or a part of a split batch, starts over
@@ -124,15 +125,23 @@ def run_batch(raw: DataFrame, ctx: BatchContext) -> BatchMetrics:
             prepared, group = state
             return complete(prepared, ctx, group.folded_for(prepared) if group is not None else None)
 
-        try:
-            results = each_table(one_table, ordered, ctx.config.job.table_concurrency)
-        finally:
-            for group in shared:
-                group.release()
-            for state in ready.values():  # left by a table that never ran (a failure stopped the batch)
-                if isinstance(state, tuple):
-                    release(state[0].decoded.parsed)
-        applied = dict(zip((t.name for t in ordered), results, strict=True))
+        def one_unit(unit: list[TableConfig]) -> list[TableMetrics]:
+            if len(unit) == 1:
+                return [one_table(unit[0])]
+            states, shared = _folded_together(unit, records_of, received, ctx)
+            ready.update(states)
+            try:
+                return [one_table(table) for table in unit]
+            finally:
+                for group in shared:
+                    group.release()
+                for table in unit:  # a state left by a table that never ran (a failure stopped the batch)
+                    state = ready.pop(table.name, None)
+                    if isinstance(state, tuple):
+                        release(state[0].decoded.parsed)
+
+        results = each_table(one_unit, units, ctx.config.job.table_concurrency)
+        applied = {t.name: m for unit, done in zip(units, results, strict=True) for t, m in zip(unit, done, strict=True)}
         metrics.tables.extend(applied[t.name] for t in present)  # reported in the job's table order
     finally:
         routed.unpersist()
@@ -159,7 +168,7 @@ def _folded_together(
     tables: Sequence[TableConfig], records_of: Callable[[str], DataFrame], received: Mapping[str | None, TableRecords],
     ctx: BatchContext,
 ) -> tuple[dict[str, _Ready], list[GroupFold]]:  # fmt: skip
-    """Prepare the batches of small `tables`, then fold those that fold alike as one (`job.table_group`).
+    """Prepare the batches of small `tables` (a part), then fold those that fold alike as one (`job.table_group`).
 
     A table whose preparation fails is left out: its own path (`apply_table` under failure
     isolation) meets the failure again and handles it as for any table. A group whose fold fails
@@ -175,7 +184,7 @@ def _folded_together(
             log.info("table %s: not folded with others (%s); it takes its own path", table.name, error_summary(exc))
             return None
 
-    states = each_table(prepared_or_none, list(tables), ctx.config.job.table_concurrency)
+    states = [prepared_or_none(table) for table in tables]  # on the part's own table thread
     ready: dict[str, _Ready] = {}
     for table, state in zip(tables, states, strict=True):
         if state is not None:
@@ -193,6 +202,22 @@ def _folded_together(
             ready[p.table.name] = (p, together)
         log.debug("tables %s folded as one", names)
     return ready, shared
+
+
+def _units(ordered: Sequence[TableConfig], cut: Sequence[list[TableConfig]]) -> list[list[TableConfig]]:
+    """The batch's work for the table threads, in `ordered`'s order: each part of `cut` (`table_group.parts`)
+    as one unit where its first table stands, every other table as a unit of its own."""
+    part_of = {table.name: i for i, part in enumerate(cut) for table in part}
+    units: list[list[TableConfig]] = []
+    placed: set[int] = set()
+    for table in ordered:
+        i = part_of.get(table.name)
+        if i is None:
+            units.append([table])
+        elif i not in placed:
+            placed.add(i)
+            units.append(cut[i])
+    return units
 
 
 def catch_up(table: TableConfig, ctx: BatchContext) -> TableMetrics | None:

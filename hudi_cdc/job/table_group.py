@@ -80,6 +80,24 @@ def candidates(
     return chosen
 
 
+def parts(tables: Sequence[TableConfig], concurrency: int) -> list[list[TableConfig]]:
+    """`tables` (`candidates`, in order) cut into at most `concurrency` runs of two or more, as even
+    as they come; each run is prepared, folded and committed on a table thread of its own.
+
+    Why parts: one shared fold between every table's preparing and its commit is a barrier, and
+    the table threads wait at it for the slowest; a part per thread keeps them overlapping
+    (docs/performance-journal.md, rounds 40 and 41)."""
+    count = max(1, min(concurrency, len(tables) // 2))
+    size, extra = divmod(len(tables), count)
+    cut: list[list[TableConfig]] = []
+    start = 0
+    for i in range(count):
+        end = start + size + (1 if i < extra else 0)
+        cut.append(list(tables[start:end]))
+        start = end
+    return cut
+
+
 def group_key(prepared: Prepared) -> str | None:
     """What a table's fold must share with others' to be folded with them, or None: it folds alone."""
     p = prepared

@@ -215,3 +215,40 @@ def test_candidates_are_small_unparked_tables_in_the_batchs_order_within_the_bou
     assert [t.name for t in table_group.candidates(tables, batch, parked={"p"})] == ["a", "b"]
     monkeypatch.setattr(table_group, "MAX_RECORDS", 11)
     assert [t.name for t in table_group.candidates(tables, batch, parked={"p"})] == ["a"]
+
+
+def test_candidates_are_cut_into_a_part_of_two_or_more_per_table_thread() -> None:
+    tables = [TableConfig(name=n, key=["id"], base_path=f"/lake/{n}") for n in "abcdefg"]
+
+    def names(cut: list[list[TableConfig]]) -> list[str]:
+        return ["".join(t.name for t in part) for part in cut]
+
+    assert names(table_group.parts(tables, 3)) == ["abc", "de", "fg"]
+    assert names(table_group.parts(tables[:5], 3)) == ["abc", "de"]  # no part of one table
+    assert names(table_group.parts(tables[:3], 8)) == ["abc"]
+    assert names(table_group.parts(tables[:4], 1)) == ["abcd"]
+
+    # each part runs where its first table stands in the batch's order; the others one by one
+    ordered = [tables[i] for i in (6, 0, 5, 1, 4)]
+    cut = [[tables[0], tables[1]], [tables[4], tables[5]]]
+    assert names(pipeline._units(ordered, cut)) == ["g", "ab", "ef"]
+
+
+def test_each_table_thread_folds_its_own_part_of_the_batch(
+    spark: SparkSession, tmp_path: Path, grouped: list[list[str]]
+) -> None:
+    sources = [_source(n) for n in "abcd"]
+    together = Lake(spark, tmp_path / "together", together=True, settings={"type": "MERGE_ON_READ"})
+    alone = Lake(spark, tmp_path / "alone", together=False, settings={"type": "MERGE_ON_READ"})
+    first = {s.topic: [s.change("c", after={"id": 1, "name": "x", "qty": 1}, pos=100)] for s in sources}
+    second = {
+        s.topic: [s.change("u", after={"id": 1, "qty": 2 + i}, pos=200, partial=True), s.change("c", after={"id": 2}, pos=201)]
+        for i, s in enumerate(sources)
+    }
+    for batch in (first, second):
+        alone.run(batch)
+        together.run(batch)
+        assert _counts(together.batches[-1]) == _counts(alone.batches[-1])
+    assert sorted(sorted(g) for g in grouped) == [["a", "b"], ["c", "d"]], "two table threads, two parts"
+    for i, table in enumerate("abcd"):
+        assert together.rows(table) == alone.rows(table) == [(1, "x", 2 + i, "u"), (2, None, None, "c")], table
