@@ -7,10 +7,11 @@ share their columns and settings, so their events and stored rows can be folded 
 whose key leads with the table's name; each table then commits its own rows, filtered from the
 shared fold, in a Hudi commit of its own. Measured on the package's fold: 0.50x the CPU of
 folding and counting 11 such tables one by one (`devkit.bench.union_fold`); in the job, 0.86x
-the CPU of a batch of 6 tables applied one at a time. Off by default (`job.fold_together`):
-three tables at a time over 200 tables it saved 4% of the run's CPU, and its batches ran longer,
-for the shared fold runs on one thread between the tables' preparing and their commits, where
-the tables' own paths overlapped (docs/performance-journal.md, round 40).
+the CPU of a batch of 6 tables applied one at a time; three at a time over 200 tables, 0.91x
+the run's CPU with batches as short and a p95 as fresh, so it is on by default (`job.fold_together`).
+The batch's candidates are cut into a part per table thread (`parts`), each prepared, folded and
+committed on its thread: one shared fold for the whole batch made every thread wait at it
+(docs/performance-journal.md, rounds 40 and 41).
 
 Only tables whose fold would be the same apart from their names are grouped (`group_key`): equal
 settings, columns after the schema check and stored columns; each table small enough to fold in
