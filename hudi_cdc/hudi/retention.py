@@ -35,13 +35,14 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
 from hudi_cdc.hoodie_keys import (
+    AUTO_ARCHIVE,
     KEEP_MAX_COMMITS,
     KEEP_MAX_COMMITS_DEFAULT,
     KEEP_MIN_COMMITS,
     KEEP_MIN_COMMITS_DEFAULT,
 )
+from hudi_cdc.hudi.table import meta_client
 from hudi_cdc.spark import fs
-from hudi_cdc.spark.session import hadoop_conf, jvm
 
 # Trino's window is 72 h in *its* JVM's time zone; instants are written in the writer's
 # (ARCHIVE_AFTER_HOURS, a table's default `archive_after_hours`, covers any pair of time zones).
@@ -50,6 +51,8 @@ KEEP_MARGIN = 10
 """Commits kept beyond the window: the commit being made, an inline compaction, a clean."""
 KEEP_SPREAD = 10
 """keep.max - keep.min: how many commits accumulate before the archiver runs again."""
+COMMITS_ADDED = 2
+"""Completed commits one write may add before its archiver runs: its own and an inline compaction."""
 _INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
 
 
@@ -67,6 +70,9 @@ class ActiveCommits(Protocol):
 
     def count_since(self, instant: str) -> int:
         """How many completed commits are at or after `instant`."""
+
+    def count(self) -> int:
+        """How many completed commits there are."""
 
 
 class _JvmTimeline:
@@ -87,17 +93,17 @@ class _JvmTimeline:
     def count_since(self, instant: str) -> int:
         return int(self._completed.findInstantsAfterOrEquals(instant).countInstants())
 
+    def count(self) -> int:
+        return int(self._completed.countInstants())
+
 
 def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
-    """The table's active timeline, read through Hudi's meta client."""
-    gateway = jvm(spark)
-    conf = gateway.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(hadoop_conf(spark))
-    client = (
-        gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
-        .setConf(conf)
-        .setBasePath(base_path)
-        .build()
-    )
+    """The table's active timeline, read through a meta client of its own."""
+    return commits_of(meta_client(spark, base_path))
+
+
+def commits_of(client: Any) -> ActiveCommits:
+    """The active timeline `client` (Hudi's HoodieTableMetaClient) holds: loaded once, by its first reader."""
     return _JvmTimeline(client)
 
 
@@ -115,17 +121,36 @@ def keep_commits(
 
 
 def archival_options(
-    spark: SparkSession, base_path: str, hours: int | None, *, now: dt.datetime | None = None
+    spark: SparkSession,
+    base_path: str,
+    hours: int | None,
+    *,
+    now: dt.datetime | None = None,
+    commits: ActiveCommits | None = None,
 ) -> dict[str, str]:
-    """keep.min/max commits for the next commit on an existing table (see the module doc).
+    """keep.min/max commits for the next commit on an existing table (see the module doc), and
+    the archiver off for a commit after which no commit is over the bound.
 
     `hours`: the table's `archive_after_hours`; None: no window, Hudi's count alone (the write
     options' 40/50, also for the compaction procedure's write client), and the timeline is not read.
+    `commits`: the table's timeline as the caller read it this batch (`hudi.timeline.TableTimeline`);
+    None reads it here.
+
+    Why the archiver is turned off: Hudi's archiver archives only while the completed commits
+    number more than keep.max, but before it counts them it lists the whole timeline folder again
+    (`BaseHoodieWriteClient.autoArchiveOnCommit` reloads it), a listing that grows with every
+    commit the window keeps. Within the window's first `hours` nothing is ever over the bound;
+    after that the archiver runs about once every `KEEP_SPREAD` + `KEEP_MARGIN` commits. A count
+    that errs only defers archival to the next commit.
     """
     if hours is None:
         return {KEEP_MIN_COMMITS: KEEP_MIN_COMMITS_DEFAULT, KEEP_MAX_COMMITS: KEEP_MAX_COMMITS_DEFAULT}
-    keep_min, keep_max = keep_commits(active_commits(spark, base_path), now or dt.datetime.now(), hours)
-    return {KEEP_MIN_COMMITS: str(keep_min), KEEP_MAX_COMMITS: str(keep_max)}
+    commits = commits or active_commits(spark, base_path)
+    keep_min, keep_max = keep_commits(commits, now or dt.datetime.now(), hours)
+    options = {KEEP_MIN_COMMITS: str(keep_min), KEEP_MAX_COMMITS: str(keep_max)}
+    if commits.count() + COMMITS_ADDED <= keep_max:
+        options[AUTO_ARCHIVE] = "false"
+    return options
 
 
 def _archived_ranges(spark: SparkSession, base_path: str) -> list[tuple[str, str]]:

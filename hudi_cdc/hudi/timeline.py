@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import BATCH_KEY, OFFSETS_KEY
 from hudi_cdc.commit.progress import Progress
+from hudi_cdc.hudi.retention import ActiveCommits, commits_of
 from hudi_cdc.hudi.table import meta_client, table_exists
 from hudi_cdc.spark.session import jvm
 
@@ -45,6 +46,35 @@ def _latest_job_metadata(spark: SparkSession, client: Any) -> dict[str, str]:
         if OFFSETS_KEY in meta:
             return {str(k): str(v) for k, v in meta.items()}
     return {}
+
+
+class TableTimeline:
+    """An existing table's timeline for one batch, through one meta client of Hudi's.
+
+    The newest job metadata and the archive bound come from one listing of `.hoodie/timeline/`,
+    the commit made from one more after it. Why: each listing grows with the instants the archive
+    window keeps active (`hudi.retention`), and each of these reads used to build a meta client
+    and list the folder of its own.
+    """
+
+    def __init__(self, spark: SparkSession, base_path: str) -> None:
+        self._spark = spark
+        self._client = meta_client(spark, base_path)
+
+    def job_metadata(self) -> dict[str, str]:
+        """`latest_job_metadata`, from this timeline."""
+        return _latest_job_metadata(self._spark, self._client)
+
+    def commits(self) -> ActiveCommits:
+        """The completed commits of this timeline, for the archive bound."""
+        return commits_of(self._client)
+
+    def newest_commit(self) -> str | None:
+        """The newest completed commit, deltacommit or compaction, the timeline listed again
+        (`table.latest_commit`'s answer): called after a commit, to read back its instant."""
+        completed = self._client.reloadActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+        instant = completed.lastInstant()
+        return str(instant.get().requestedTime()) if instant.isPresent() else None
 
 
 def pending_compactions(spark: SparkSession, base_path: str) -> int:

@@ -13,6 +13,7 @@ from hudi_cdc.events import HOODIE_IS_DELETED
 from hudi_cdc.hoodie_keys import OPERATION_BULK_INSERT, OPERATION_INSERT, OPERATION_UPSERT
 from hudi_cdc.hudi import retention
 from hudi_cdc.hudi.table import latest_commit, table_exists
+from hudi_cdc.hudi.timeline import TableTimeline
 from hudi_cdc.spark import fs
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ def write(
     trailing_columns: Sequence[str] = (),
     counts: RowCounts | None = None,
     archive_after_hours: int | None,
+    timeline: TableTimeline | None = None,
 ) -> WriteResult:
     """Upsert `rows` (deletes flagged by `_hoodie_is_deleted`) as one Hudi commit.
 
@@ -91,6 +93,8 @@ def write(
 
     `trailing_columns` are moved to the end of the written rows (see `options.trailing_columns`).
     `archive_after_hours`: the table's setting, which bounds Hudi's archiver (`hudi.retention`).
+    `timeline`: the existing table's timeline as the caller read it this batch; the archive bound
+    is taken from it and the commit read back through it (None: both read afresh).
     """
     spark = rows.sparkSession
     if trailing_columns:
@@ -102,11 +106,12 @@ def write(
         counts = counts or _count(rows)
         if counts.upserted + counts.deleted == 0:
             return WriteResult(table=table, upserted=0, deleted=0, commit_time=None)
-        if table_exists(spark, base_path):
+        if timeline is not None or table_exists(spark, base_path):
             # archive only what no reader needs (see hudi_cdc.hudi.retention)
-            options = options | retention.archival_options(spark, base_path, archive_after_hours)
+            commits = timeline.commits() if timeline is not None else None
+            options = options | retention.archival_options(spark, base_path, archive_after_hours, commits=commits)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
-        commit = latest_commit(spark, base_path)
+        commit = timeline.newest_commit() if timeline is not None else latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)
         log.info("table %s: committed %s (%d upserts, %d deletes)", table, commit, counts.upserted, counts.deleted)
         return WriteResult(table=table, upserted=counts.upserted, deleted=counts.deleted, commit_time=commit)

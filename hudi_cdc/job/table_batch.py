@@ -43,7 +43,7 @@ from hudi_cdc.fold.stored_state import (
     touched_rows,
 )
 from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally
-from hudi_cdc.hudi import prepped, relayout, timeline, writer
+from hudi_cdc.hudi import prepped, relayout, writer
 from hudi_cdc.hudi.schema_check import check, source_types_after
 from hudi_cdc.hudi.table import keeps_metadata_table, read_keys, read_table, stored_bytes
 from hudi_cdc.hudi.table_options import (
@@ -52,6 +52,7 @@ from hudi_cdc.hudi.table_options import (
     trailing_columns,
     write_options,
 )
+from hudi_cdc.hudi.timeline import TableTimeline
 from hudi_cdc.hudi.writer import RowCounts, WriteResult
 from hudi_cdc.job.context import BatchContext, dead_letter
 from hudi_cdc.job.sizing import in_one_task, tasks_for
@@ -81,6 +82,8 @@ class Prepared:
     """The stored table (None before its first commit)."""
     committed: dict[str, str]
     """The job metadata of the table's newest commit."""
+    timeline: TableTimeline | None
+    """The stored table's timeline, as read for `committed` (None before its first commit)."""
     previous: Progress
     schema: StructType
     """The table's columns after the schema check: what the fold folds."""
@@ -95,7 +98,7 @@ def prepare(
     """The table's stored state, its batch decoded and schema-checked; or its final metrics when
     nothing is left to fold (a replayed batch, tombstones only, a refused schema change)."""
     spark = records.sparkSession
-    stored, committed = _stored_state(spark, table)
+    stored, stored_timeline, committed = _stored_state(spark, table)
     if _committed_already(committed, received.kafka, ctx):
         return _as_committed(table, committed, received.kafka, ctx)
     previous = Progress.from_metadata(committed)
@@ -123,7 +126,7 @@ def prepare(
         _require_key_columns(schema, table, received)
         prepared = Prepared(
             table=table, records=records, received=received, decoded=decoded, stored=stored, committed=committed,
-            previous=previous, schema=schema, recorded_sources=recorded_sources,
+            timeline=stored_timeline, previous=previous, schema=schema, recorded_sources=recorded_sources,
             one_task=_in_one_task(stored, received, schema, table), metrics=metrics,
         )  # fmt: skip
         handed_on = True
@@ -147,7 +150,7 @@ def complete(prepared: Prepared, ctx: BatchContext, folded: Folded | None = None
             return metrics  # tombstones, skipped or rejected records only: nothing to write
         written, progress = _count_written(folded, p.received.kafka, p.previous, metrics)
         commit_metadata_ = _commit_metadata(folded, p.decoded, p.recorded_sources, progress, p.received.kafka, p.table, ctx)
-        _write(folded, written, p.stored is not None, p.schema, commit_metadata_, p.table, metrics)
+        _write(folded, written, p.timeline, p.schema, commit_metadata_, p.table, metrics)
         if metrics.commit_time:
             metrics.watermark_ts_ms = progress.watermark_ts_ms
         return metrics
@@ -157,13 +160,18 @@ def complete(prepared: Prepared, ctx: BatchContext, folded: Folded | None = None
             release(folded.held)
 
 
-def _stored_state(spark: SparkSession, table: TableConfig) -> tuple[DataFrame | None, dict[str, str]]:
-    """The stored table (None before its first commit) and its newest commit's job metadata."""
+def _stored_state(
+    spark: SparkSession, table: TableConfig
+) -> tuple[DataFrame | None, TableTimeline | None, dict[str, str]]:
+    """The stored table and its timeline (both None before its first commit), and its newest
+    commit's job metadata."""
     stored = read_table(spark, table.base_path, locations=prepped.applies(table))
-    if stored is None and (problem := relayout.unfinished(spark, table)):
-        raise RelayoutError(problem)
-    committed = timeline.latest_job_metadata(spark, table.base_path) if stored is not None else {}
-    return stored, committed
+    if stored is None:
+        if problem := relayout.unfinished(spark, table):
+            raise RelayoutError(problem)
+        return None, None, {}
+    stored_timeline = TableTimeline(spark, table.base_path)
+    return stored, stored_timeline, stored_timeline.job_metadata()
 
 
 def _require_key_columns(schema: StructType, table: TableConfig, received: TableRecords) -> None:
@@ -282,10 +290,12 @@ def _commit_metadata(
 
 
 def _write(
-    folded: Folded, written: RowCounts, table_exists: bool, schema: StructType, metadata: dict[str, str],
-    table: TableConfig, metrics: TableMetrics,
+    folded: Folded, written: RowCounts, stored_timeline: TableTimeline | None, schema: StructType,
+    metadata: dict[str, str], table: TableConfig, metrics: TableMetrics,
 ) -> None:  # fmt: skip
-    """One Hudi commit of the folded rows, with `metadata`; its counts and times into `metrics`."""
+    """One Hudi commit of the folded rows, with `metadata`; its counts and times into `metrics`.
+    `stored_timeline`: the stored table's (None: a new table)."""
+    table_exists = stored_timeline is not None
     spark = folded.rows.sparkSession
     began = time.monotonic()
     operation = writer.operation(written, table_exists=table_exists)
@@ -313,6 +323,7 @@ def _write(
         commit_metadata=metadata,
         counts=written,
         archive_after_hours=table.archive_after_hours,
+        timeline=stored_timeline,
     )
     metrics.upserted_rows, metrics.deleted_rows = commit.upserted, commit.deleted
     metrics.commit_time = commit.commit_time

@@ -17,6 +17,9 @@ class InstantList:
     def count_since(self, instant: str) -> int:
         return sum(1 for t in self.instants if t >= instant)
 
+    def count(self) -> int:
+        return len(self.instants)
+
 
 _INSTANT_FILE = re.compile(r"^(?P<instant>\d{17})(?:_(?P<completed>\d{17}))?(?:\.(?P<action>[a-z_]+))?(?:\.(?P<state>requested|inflight))?$")
 DATA_ACTIONS = frozenset({"commit", "deltacommit"})

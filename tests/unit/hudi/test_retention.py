@@ -10,8 +10,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
-from hudi_cdc.hoodie_keys import KEEP_MAX_COMMITS, KEEP_MIN_COMMITS
+from hudi_cdc.hoodie_keys import AUTO_ARCHIVE, KEEP_MAX_COMMITS, KEEP_MIN_COMMITS
 from hudi_cdc.hudi.retention import (
+    COMMITS_ADDED,
     KEEP_MARGIN,
     KEEP_SPREAD,
     archival_options,
@@ -50,6 +51,30 @@ def test_mor_keeps_every_commit_since_its_oldest_uncompacted_delta_commit() -> N
     oldest_live_log = instants[10]  # compaction off for days: those log files are still read
     keep_min, _ = keep_commits(InstantList(instants, oldest_live_log), NOW)
     assert keep_min == len(instants) - 10 + KEEP_MARGIN
+
+
+def test_the_archiver_is_off_while_every_commit_is_inside_the_window() -> None:
+    """A young table (and any table within its window's first hours): nothing is over keep.max,
+    so the commit is told not to run the archiver, which would list the whole timeline to find that out."""
+    for hours in (0.5, ARCHIVE_AFTER_HOURS - 1):
+        options = archival_options(_NO_SPARK, "/nowhere", ARCHIVE_AFTER_HOURS, now=NOW, commits=InstantList(_every_minute(hours), None))
+        assert options[AUTO_ARCHIVE] == "false", hours
+
+
+def test_the_archiver_runs_once_old_commits_pass_keep_max() -> None:
+    """Past the window, the commits older than it pile up until the archiver is due (more than
+    keep.max once this commit and an inline compaction are made), then it runs (Hudi's default)."""
+    in_window = ARCHIVE_AFTER_HOURS * 60
+    runs = []
+    for older in range(0, 2 * (KEEP_MARGIN + KEEP_SPREAD)):
+        instants = _every_minute(ARCHIVE_AFTER_HOURS)[-in_window:]
+        commits = InstantList(tuple(instant_at(NOW - dt.timedelta(hours=200, minutes=m)) for m in range(older)) + instants, None)
+        options = archival_options(_NO_SPARK, "/nowhere", ARCHIVE_AFTER_HOURS, now=NOW, commits=commits)
+        assert int(options[KEEP_MAX_COMMITS]) == in_window + KEEP_MARGIN + KEEP_SPREAD
+        runs.append(AUTO_ARCHIVE not in options)
+    # off while older + in_window + COMMITS_ADDED <= keep.max, on from the first commit past it
+    due = KEEP_MARGIN + KEEP_SPREAD - COMMITS_ADDED + 1
+    assert runs == [False] * due + [True] * (len(runs) - due)
 
 
 @pytest.mark.parametrize(
