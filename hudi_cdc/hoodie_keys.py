@@ -54,6 +54,11 @@ plan, its execution and a metadata-table commit of its own, about the same whate
 warm batches into 5 tables cost 0.79x the CPU once cleaning ran every 10 commits instead of
 every commit (docs/performance-journal.md, round 12). Trade-off: the file versions of up to 20 commits
 stay on disk instead of 10. A table's `hoodie_options` may set it back to 1."""
+AUTO_CLEAN = "hoodie.clean.automatic"
+"""Whether a commit runs Hudi's cleaner. Off for a commit after which no clean is due
+(`hudi.retention.cleaning_options`): the cleaner would only list the timeline to find that out."""
+ASYNC_CLEAN = ("hoodie.clean.async.enabled", "hoodie.clean.async")
+"""Hudi's switch for a cleaner running beside the writer (the current name and the older one)."""
 RENAMED_KEYS = {"hoodie.clean.max.commits": CLEAN_MAX_COMMITS}
 """Keys hudi_cdc sets, by the older names Hudi still accepts (with a deprecation warning). Hudi
 reads the current name first, so a table's `hoodie_options` value under the old name would lose

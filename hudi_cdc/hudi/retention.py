@@ -28,6 +28,7 @@ unchanged (cleaner keeps 10 commits).
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol
 
@@ -35,7 +36,11 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
 from hudi_cdc.hoodie_keys import (
+    ASYNC_CLEAN,
     AUTO_ARCHIVE,
+    AUTO_CLEAN,
+    CLEAN_MAX_COMMITS,
+    CLEAN_MAX_COMMITS_DEFAULT,
     KEEP_MAX_COMMITS,
     KEEP_MAX_COMMITS_DEFAULT,
     KEEP_MIN_COMMITS,
@@ -96,6 +101,16 @@ class _JvmTimeline:
     def count(self) -> int:
         return int(self._completed.countInstants())
 
+    def clean_state(self, active: Any) -> CleanState:
+        """Completed commits since the newest completed clean, and whether a clean is unfinished."""
+        cleans = active.getCleanerTimeline()
+        last = cleans.filterCompletedInstants().lastInstant()
+        since = self._completed
+        if last.isPresent():
+            since = since.findInstantsAfter(str(last.get().requestedTime()))
+        pending = int(cleans.filterInflightsAndRequested().countInstants()) > 0
+        return CleanState(since_last_clean=int(since.countInstants()), pending=pending)
+
 
 def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
     """The table's active timeline, read through a meta client of its own."""
@@ -105,6 +120,42 @@ def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
 def commits_of(client: Any) -> ActiveCommits:
     """The active timeline `client` (Hudi's HoodieTableMetaClient) holds: loaded once, by its first reader."""
     return _JvmTimeline(client)
+
+
+def clean_state_of(client: Any) -> CleanState:
+    """Where the table held by `client` stands against the cleaner's trigger (its loaded timeline)."""
+    return _JvmTimeline(client).clean_state(client.getActiveTimeline())
+
+
+@dataclass(frozen=True)
+class CleanState:
+    """Where a table stands against Hudi's cleaning trigger (a clean every N commits)."""
+
+    since_last_clean: int
+    """Completed commits after the newest completed clean (every completed commit if none)."""
+    pending: bool
+    """A clean was planned and not finished (a crash): the next cleaner run completes it."""
+
+
+def cleaning_options(state: CleanState, options: dict[str, str]) -> dict[str, str]:
+    """The cleaner off for a commit after which no clean is due; {} to leave it to Hudi.
+
+    Why: Hudi cleans when `hoodie.clean.trigger.max.commits` commits were made since the last
+    clean (10 by default here), but before it counts them every commit builds a table and lists
+    the whole timeline folder again (`BaseHoodieWriteClient.autoCleanOnCommit`). So 9 commits in
+    10 list it for nothing, a listing that grows with the instants the archive window keeps.
+    Left to Hudi: an unfinished clean, which it completes; a table whose `hoodie_options` clean
+    asynchronously or turn cleaning off; the last commits before a clean is due. Hudi counts from
+    the commit the last clean was planned after, which is the one just before it here (the
+    cleaner runs inline), so the counts agree; one that errs only defers a clean to a later commit.
+    """
+    if state.pending or any(options.get(key, "false").lower() == "true" for key in ASYNC_CLEAN):
+        return {}
+    if AUTO_CLEAN in options:
+        return {}  # the table's own choice
+    if state.since_last_clean + COMMITS_ADDED < int(options.get(CLEAN_MAX_COMMITS, CLEAN_MAX_COMMITS_DEFAULT)):
+        return {AUTO_CLEAN: "false"}
+    return {}
 
 
 def keep_commits(

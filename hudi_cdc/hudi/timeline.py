@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import BATCH_KEY, OFFSETS_KEY
 from hudi_cdc.commit.progress import Progress
-from hudi_cdc.hudi.retention import ActiveCommits, commits_of
+from hudi_cdc.hudi.retention import ActiveCommits, CleanState, clean_state_of, commits_of
 from hudi_cdc.hudi.table import meta_client, table_exists
 from hudi_cdc.spark.session import jvm
 
@@ -51,8 +51,8 @@ def _latest_job_metadata(spark: SparkSession, client: Any) -> dict[str, str]:
 class TableTimeline:
     """An existing table's timeline for one batch, through one meta client of Hudi's.
 
-    The newest job metadata and the archive bound come from one listing of `.hoodie/timeline/`,
-    the commit made from one more after it. Why: each listing grows with the instants the archive
+    The newest job metadata, the archive bound and the cleaner's trigger come from one listing of
+    `.hoodie/timeline/`, the commit made from one more after it. Why: each listing grows with the instants the archive
     window keeps active (`hudi.retention`), and each of these reads used to build a meta client
     and list the folder of its own.
     """
@@ -68,6 +68,10 @@ class TableTimeline:
     def commits(self) -> ActiveCommits:
         """The completed commits of this timeline, for the archive bound."""
         return commits_of(self._client)
+
+    def clean_state(self) -> CleanState:
+        """Where the table stands against the cleaner's trigger, from this timeline."""
+        return clean_state_of(self._client)
 
     def newest_commit(self) -> str | None:
         """The newest completed commit, deltacommit or compaction, the timeline listed again

@@ -94,7 +94,8 @@ def write(
     `trailing_columns` are moved to the end of the written rows (see `options.trailing_columns`).
     `archive_after_hours`: the table's setting, which bounds Hudi's archiver (`hudi.retention`).
     `timeline`: the existing table's timeline as the caller read it this batch; the archive bound
-    is taken from it and the commit read back through it (None: both read afresh).
+    and whether a clean is due are taken from it, and the commit read back through it (None: the
+    bound and the commit read afresh, and Hudi's cleaner checks for itself).
     """
     spark = rows.sparkSession
     if trailing_columns:
@@ -110,6 +111,9 @@ def write(
             # archive only what no reader needs (see hudi_cdc.hudi.retention)
             commits = timeline.commits() if timeline is not None else None
             options = options | retention.archival_options(spark, base_path, archive_after_hours, commits=commits)
+            if timeline is not None:
+                # and clean only when a clean is due (the timeline is read already)
+                options = options | retention.cleaning_options(timeline.clean_state(), options)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = timeline.newest_commit() if timeline is not None else latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)

@@ -14,6 +14,7 @@ from hudi_cdc.config.models import TableConfig
 from hudi_cdc.hudi import writer
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.hudi.table_options import write_options
+from hudi_cdc.hudi.timeline import TableTimeline
 
 pytestmark = pytest.mark.integration
 
@@ -37,9 +38,12 @@ def _base_file_versions(table: TableConfig) -> int:
     return sum(1 for p in Path(table.base_path).glob("*.parquet"))
 
 
+@pytest.mark.parametrize("batch_timeline", [False, True], ids=["cleaner-checks-each-commit", "job-reads-the-trigger"])
 def test_a_copy_on_write_table_cleans_every_10_commits_and_keeps_the_last_10_versions(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, batch_timeline: bool
 ) -> None:
+    """`batch_timeline`: as the job writes, with the timeline its batch read, which turns Hudi's
+    cleaner off for the commits where no clean can be due (`hudi.retention.cleaning_options`)."""
     table = TableConfig(name="cleaned", key=["id"], base_path=str(tmp_path / "cleaned"))
     options = write_options(table)
     writer.write(
@@ -52,7 +56,8 @@ def test_a_copy_on_write_table_cleans_every_10_commits_and_keeps_the_last_10_ver
         writer.write(
             _rows(spark, [(1, f"v{i}", Decimal(i))]),
             table=table.name, base_path=table.base_path, options=options, commit_metadata={},
-        archive_after_hours=table.archive_after_hours,
+            archive_after_hours=table.archive_after_hours,
+            timeline=TableTimeline(spark, table.base_path) if batch_timeline else None,
         )  # fmt: skip
 
     assert _completed(table, "commit") == UPDATES + 1

@@ -10,12 +10,20 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_cdc.config.models import ARCHIVE_AFTER_HOURS
-from hudi_cdc.hoodie_keys import AUTO_ARCHIVE, KEEP_MAX_COMMITS, KEEP_MIN_COMMITS
+from hudi_cdc.hoodie_keys import (
+    AUTO_ARCHIVE,
+    AUTO_CLEAN,
+    CLEAN_MAX_COMMITS,
+    KEEP_MAX_COMMITS,
+    KEEP_MIN_COMMITS,
+)
 from hudi_cdc.hudi.retention import (
     COMMITS_ADDED,
     KEEP_MARGIN,
     KEEP_SPREAD,
+    CleanState,
     archival_options,
+    cleaning_options,
     instant_at,
     keep_commits,
     trino_archive_check,
@@ -75,6 +83,25 @@ def test_the_archiver_runs_once_old_commits_pass_keep_max() -> None:
     # off while older + in_window + COMMITS_ADDED <= keep.max, on from the first commit past it
     due = KEEP_MARGIN + KEEP_SPREAD - COMMITS_ADDED + 1
     assert runs == [False] * due + [True] * (len(runs) - due)
+
+
+def test_the_cleaner_runs_only_in_the_commits_where_a_clean_may_be_due() -> None:
+    """Every 10 commits (the project's trigger): off while this commit and an inline compaction
+    cannot reach it, Hudi's own check from there on."""
+    options = {CLEAN_MAX_COMMITS: "10"}
+    decided = [cleaning_options(CleanState(since_last_clean=n, pending=False), options) for n in range(12)]
+    assert decided == [{AUTO_CLEAN: "false"}] * (10 - COMMITS_ADDED) + [{}] * (2 + COMMITS_ADDED)
+    # a table's own trigger counts
+    assert cleaning_options(CleanState(since_last_clean=3, pending=False), {CLEAN_MAX_COMMITS: "1"}) == {}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"hoodie.clean.async.enabled": "true"}, {"hoodie.clean.async": "TRUE"}, {AUTO_CLEAN: "false"}, {AUTO_CLEAN: "true"}],
+)
+def test_the_cleaner_is_left_to_hudi_for_an_unfinished_clean_or_a_tables_own_choice(options: dict[str, str]) -> None:
+    assert cleaning_options(CleanState(since_last_clean=0, pending=True), {}) == {}
+    assert cleaning_options(CleanState(since_last_clean=0, pending=False), options) == {}
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import BATCH_KEY, OFFSETS_KEY
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.hoodie_keys import AUTO_ARCHIVE
+from hudi_cdc.hoodie_keys import AUTO_ARCHIVE, AUTO_CLEAN
 from hudi_cdc.hudi import writer
-from hudi_cdc.hudi.retention import archival_options
+from hudi_cdc.hudi.retention import archival_options, cleaning_options
 from hudi_cdc.hudi.table import latest_commit
 from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.hudi.timeline import TableTimeline, latest_job_metadata
@@ -38,6 +38,9 @@ def test_a_batch_reads_the_timeline_once_and_reads_back_its_own_commit(spark: Sp
     assert timeline.commits().count() == 2
     # two commits, far inside the window: the commit is told to skip the archiver
     assert archival_options(spark, table.base_path, table.archive_after_hours, commits=timeline.commits())[AUTO_ARCHIVE] == "false"
+    # and no clean is due for 10 commits
+    assert timeline.clean_state().since_last_clean == 2 and not timeline.clean_state().pending
+    assert cleaning_options(timeline.clean_state(), write_options(table)) == {AUTO_CLEAN: "false"}
 
     third = _write(spark, table, 2, timeline)
     assert third.commit_time is not None
