@@ -19,8 +19,8 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.progress import Progress, iso_utc
 from hudi_cdc.config.models import TableConfig, TableType
-from hudi_cdc.hudi.table import latest_commit
-from hudi_cdc.hudi.timeline import latest_job_metadata
+from hudi_cdc.hudi.table import table_exists
+from hudi_cdc.hudi.timeline import TableTimeline
 from hudi_cdc.spark import fs
 from hudi_cdc.spark.session import error_summary, hadoop_conf, jvm
 
@@ -127,14 +127,17 @@ def sync_options(table: TableConfig, metastore_uris: str) -> dict[str, str]:
     return HiveSyncOptions.for_table(table, metastore_uris).as_hoodie_options()
 
 
-def sync_table(spark: SparkSession, table: TableConfig, metastore_uris: str) -> None:
-    """Register (or update: new columns, partitions) one table in the metastore; raises on failure."""
+def sync_table(spark: SparkSession, table: TableConfig, metastore_uris: str, job_metadata: dict[str, str]) -> None:
+    """Register (or update: new columns, partitions) one table in the metastore; raises on failure.
+
+    `job_metadata`: the table's newest job metadata (`hudi.timeline`), whose freshness watermark
+    is registered with it."""
     gateway = jvm(spark)
     props = gateway.java.util.Properties()
     for key, value in sync_options(table, metastore_uris).items():
         props.setProperty(key, value)
     # readers of the metastore (schedulers, catalog tools) see how fresh the registered data is
-    watermark = Progress.from_metadata(latest_job_metadata(spark, table.base_path)).watermark_ts_ms
+    watermark = Progress.from_metadata(job_metadata).watermark_ts_ms
     if watermark is not None:
         props.setProperty(
             TABLE_PROPERTIES, f"{WATERMARK_PROPERTY}={iso_utc(watermark)}\n{WATERMARK_TS_MS_PROPERTY}={watermark}"
@@ -222,11 +225,15 @@ class MetastoreSync:
             try:
                 # no table, or one whose first commit has not completed, has no schema to register;
                 # the driver's wake-up lands here while the batch thread is still writing that commit
-                newest = latest_commit(spark, table.base_path)
+                if not table_exists(spark, table.base_path):
+                    continue
+                # one listing of the timeline for the newest commit and its watermark
+                timeline = TableTimeline(spark, table.base_path)
+                newest = timeline.newest_commit()
                 if newest is None:
                     continue
                 state.last_attempt_at = time.time()
-                sync_table(spark, table, self.metastore_uris)
+                sync_table(spark, table, self.metastore_uris, timeline.job_metadata())
             except Exception as exc:
                 state.failed_attempts += 1
                 state.last_error = error_summary(exc)

@@ -19,10 +19,11 @@ MOR table) + a margin. Archival still runs, but only ever archives instants olde
 
 Cost: the active timeline holds `archive_after_hours` of instants (at one commit per minute,
 ~6,000 commits + a clean per 10, three files each, in `.hoodie/timeline/`), and every commit
-lists and loads it several times: measured, a batch costs about 6 ms of CPU more per commit kept
-(`make bench-timeline`). A table with `archive_after_hours: null` keeps Hudi's own count-based
-bound instead (keep.min/max 40/50 from the write options). Cleaning and data file retention are
-unchanged (cleaner keeps 10 commits).
+lists and loads it several times (docs/performance.md, "A long timeline"). So a commit is told to
+skip Hudi's archiver while nothing is over keep.max, and its cleaner while no clean can be due
+(`archival_options`, `cleaning_options`): each would list the whole folder again only to find
+that out. A table with `archive_after_hours: null` keeps Hudi's own count-based bound instead
+(keep.min/max 40/50 from the write options). Cleaning keeps 10 commits, every 10 commits.
 """
 
 from __future__ import annotations

@@ -74,8 +74,9 @@ class TableTimeline:
         return clean_state_of(self._client)
 
     def newest_commit(self) -> str | None:
-        """The newest completed commit, deltacommit or compaction, the timeline listed again
-        (`table.latest_commit`'s answer): called after a commit, to read back its instant."""
+        """The newest completed commit, deltacommit or compaction (`table.latest_commit`'s answer),
+        the timeline listed again: after a commit, its instant read back. Readers after it see
+        that listing."""
         completed = self._client.reloadActiveTimeline().getCommitsTimeline().filterCompletedInstants()
         instant = completed.lastInstant()
         return str(instant.get().requestedTime()) if instant.isPresent() else None
