@@ -191,9 +191,11 @@ def archival_options(
     Why the archiver is turned off: Hudi's archiver archives only while the completed commits
     number more than keep.max, but before it counts them it lists the whole timeline folder again
     (`BaseHoodieWriteClient.autoArchiveOnCommit` reloads it), a listing that grows with every
-    commit the window keeps. Within the window's first `hours` nothing is ever over the bound;
-    after that the archiver runs about once every `KEEP_SPREAD` + `KEEP_MARGIN` commits. A count
-    that errs only defers archival to the next commit.
+    commit the window keeps. Within the window's first `hours` nothing is ever over the bound.
+    After that, commits age out of the window one by one; an archival leaves `KEEP_MARGIN` of
+    them active, and the archiver runs again once they near keep.max (`KEEP_MARGIN` +
+    `KEEP_SPREAD` of them): in about 2 commits of every 11, archiving in one. A count that errs
+    only defers archival to the next commit.
     """
     if hours is None:
         return {KEEP_MIN_COMMITS: KEEP_MIN_COMMITS_DEFAULT, KEEP_MAX_COMMITS: KEEP_MAX_COMMITS_DEFAULT}
