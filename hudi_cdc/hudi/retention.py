@@ -58,7 +58,7 @@ KEEP_MARGIN = 10
 KEEP_SPREAD = 10
 """keep.max - keep.min: how many commits accumulate before the archiver runs again."""
 COMMITS_ADDED = 2
-"""Completed commits one write may add before its archiver runs: its own and an inline compaction."""
+"""Completed commits one write may add before its archiver and cleaner run: its own and an inline compaction."""
 _INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
 
 
@@ -81,11 +81,14 @@ class ActiveCommits(Protocol):
         """How many completed commits there are."""
 
 
-class _JvmTimeline:
-    """ActiveCommits answered by Hudi's timeline in the JVM: a few calls, however long the timeline."""
+class JvmTimeline:
+    """ActiveCommits answered by the active timeline a meta client holds (Hudi's
+    HoodieTableMetaClient, which lists the timeline for its first reader): a few JVM calls,
+    however long the timeline. Also where the table stands against the cleaner's trigger."""
 
     def __init__(self, client: Any) -> None:
         active = client.getActiveTimeline()
+        self._active = active
         self._completed = active.getCommitsTimeline().filterCompletedInstants()
         self.oldest_uncompacted: str | None = None
         if str(client.getTableType().name()) == "MERGE_ON_READ":
@@ -102,9 +105,9 @@ class _JvmTimeline:
     def count(self) -> int:
         return int(self._completed.countInstants())
 
-    def clean_state(self, active: Any) -> CleanState:
+    def clean_state(self) -> CleanState:
         """Completed commits since the newest completed clean, and whether a clean is unfinished."""
-        cleans = active.getCleanerTimeline()
+        cleans = self._active.getCleanerTimeline()
         last = cleans.filterCompletedInstants().lastInstant()
         since = self._completed
         if last.isPresent():
@@ -115,17 +118,7 @@ class _JvmTimeline:
 
 def active_commits(spark: SparkSession, base_path: str) -> ActiveCommits:
     """The table's active timeline, read through a meta client of its own."""
-    return commits_of(meta_client(spark, base_path))
-
-
-def commits_of(client: Any) -> ActiveCommits:
-    """The active timeline `client` (Hudi's HoodieTableMetaClient) holds: loaded once, by its first reader."""
-    return _JvmTimeline(client)
-
-
-def clean_state_of(client: Any) -> CleanState:
-    """Where the table held by `client` stands against the cleaner's trigger (its loaded timeline)."""
-    return _JvmTimeline(client).clean_state(client.getActiveTimeline())
+    return JvmTimeline(meta_client(spark, base_path))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from hudi_cdc.commit.offsets import BATCH_KEY, OFFSETS_KEY
 from hudi_cdc.commit.progress import Progress
-from hudi_cdc.hudi.retention import ActiveCommits, CleanState, clean_state_of, commits_of
+from hudi_cdc.hudi.retention import JvmTimeline
 from hudi_cdc.hudi.table import meta_client, table_exists
 from hudi_cdc.spark.session import jvm
 
@@ -60,18 +60,18 @@ class TableTimeline:
     def __init__(self, spark: SparkSession, base_path: str) -> None:
         self._spark = spark
         self._client = meta_client(spark, base_path)
+        self._commits: JvmTimeline | None = None
 
     def job_metadata(self) -> dict[str, str]:
         """`latest_job_metadata`, from this timeline."""
         return _latest_job_metadata(self._spark, self._client)
 
-    def commits(self) -> ActiveCommits:
-        """The completed commits of this timeline, for the archive bound."""
-        return commits_of(self._client)
-
-    def clean_state(self) -> CleanState:
-        """Where the table stands against the cleaner's trigger, from this timeline."""
-        return clean_state_of(self._client)
+    def commits(self) -> JvmTimeline:
+        """The completed commits of this timeline (the archive bound, the cleaner's trigger), as
+        listed before the batch's commit."""
+        if self._commits is None:
+            self._commits = JvmTimeline(self._client)
+        return self._commits
 
     def newest_commit(self) -> str | None:
         """The newest completed commit, deltacommit or compaction (`table.latest_commit`'s answer),

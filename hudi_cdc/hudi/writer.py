@@ -113,7 +113,7 @@ def write(
             options = options | retention.archival_options(spark, base_path, archive_after_hours, commits=commits)
             if timeline is not None:
                 # and clean only when a clean is due (the timeline is read already)
-                options = options | retention.cleaning_options(timeline.clean_state(), options)
+                options = options | retention.cleaning_options(timeline.commits().clean_state(), options)
         (rows.write.format("hudi").options(**options).options(**commit_metadata).mode("append").save(base_path))
         commit = timeline.newest_commit() if timeline is not None else latest_commit(spark, base_path)
         keep_history_listable(spark, base_path)

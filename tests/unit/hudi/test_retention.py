@@ -73,9 +73,9 @@ def test_the_archiver_runs_once_old_commits_pass_keep_max() -> None:
     """Past the window, the commits older than it pile up until the archiver is due (more than
     keep.max once this commit and an inline compaction are made), then it runs (Hudi's default)."""
     in_window = ARCHIVE_AFTER_HOURS * 60
+    instants = _every_minute(ARCHIVE_AFTER_HOURS)[-in_window:]
     runs = []
     for older in range(0, 2 * (KEEP_MARGIN + KEEP_SPREAD)):
-        instants = _every_minute(ARCHIVE_AFTER_HOURS)[-in_window:]
         commits = InstantList(tuple(instant_at(NOW - dt.timedelta(hours=200, minutes=m)) for m in range(older)) + instants, None)
         options = archival_options(_NO_SPARK, "/nowhere", ARCHIVE_AFTER_HOURS, now=NOW, commits=commits)
         assert int(options[KEEP_MAX_COMMITS]) == in_window + KEEP_MARGIN + KEEP_SPREAD
@@ -83,6 +83,29 @@ def test_the_archiver_runs_once_old_commits_pass_keep_max() -> None:
     # off while older + in_window + COMMITS_ADDED <= keep.max, on from the first commit past it
     due = KEEP_MARGIN + KEEP_SPREAD - COMMITS_ADDED + 1
     assert runs == [False] * due + [True] * (len(runs) - due)
+
+
+def test_past_the_window_the_archiver_runs_in_about_two_commits_of_eleven() -> None:
+    """A table committing once a minute for hours past its window: each commit gets the options,
+    Hudi's rule archives down to keep.min when the commits number more than keep.max. What the
+    docs say of the steady state: the archiver runs in 2 commits of every 11 and archives in one."""
+    hours, now = 2, NOW
+    commits = [instant_at(now - dt.timedelta(minutes=m)) for m in range(hours * 60 + 30, 0, -1)]
+    runs = archivals = 0
+    for _ in range(220):
+        now += dt.timedelta(minutes=1)
+        options = archival_options(_NO_SPARK, "/nowhere", hours, now=now, commits=InstantList(tuple(commits), None))
+        commits.append(instant_at(now))
+        if AUTO_ARCHIVE in options:
+            continue
+        runs += 1
+        if len(commits) > int(options[KEEP_MAX_COMMITS]):  # Hudi's archiver, after the commit
+            archivals += 1
+            cutoff = instant_at(now - dt.timedelta(hours=hours))
+            in_window = [c for c in commits if c >= cutoff]
+            commits = commits[-int(options[KEEP_MIN_COMMITS]) :]
+            assert [c for c in commits if c >= cutoff] == in_window, "an archival reached into the window"
+    assert (runs, archivals) == (39, 20)
 
 
 def test_the_cleaner_runs_only_in_the_commits_where_a_clean_may_be_due() -> None:

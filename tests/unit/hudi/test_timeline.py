@@ -39,8 +39,8 @@ def test_a_batch_reads_the_timeline_once_and_reads_back_its_own_commit(spark: Sp
     # two commits, far inside the window: the commit is told to skip the archiver
     assert archival_options(spark, table.base_path, table.archive_after_hours, commits=timeline.commits())[AUTO_ARCHIVE] == "false"
     # and no clean is due for 10 commits
-    assert timeline.clean_state().since_last_clean == 2 and not timeline.clean_state().pending
-    assert cleaning_options(timeline.clean_state(), write_options(table)) == {AUTO_CLEAN: "false"}
+    assert timeline.commits().clean_state().since_last_clean == 2 and not timeline.commits().clean_state().pending
+    assert cleaning_options(timeline.commits().clean_state(), write_options(table)) == {AUTO_CLEAN: "false"}
 
     third = _write(spark, table, 2, timeline)
     assert third.commit_time is not None
