@@ -239,6 +239,12 @@ def jvm_thread_cpu(spark: SparkSession) -> dict[str, float]:
     return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
+def thread_cpu_since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per thread kind between two `jvm_thread_cpu` readings, largest first."""
+    spent = {kind: seconds - before.get(kind, 0.0) for kind, seconds in after.items()}
+    return dict(sorted(spent.items(), key=lambda kv: -kv[1]))
+
+
 def _canonical(table: DataFrame) -> DataFrame:
     """The source columns as plain values: balance in cents, updated_at in epoch µs (as Debezium sends it)."""
     return table.select(

@@ -4,6 +4,8 @@
     python -m devkit.bench.timeline --instants 100,500 --type mor
     python -m devkit.bench.timeline --archive-after-hours 100  # one policy only
     python -m devkit.bench.timeline --smoke                  # 10 and 60 commits, 2 batches each
+    python -m devkit.bench.timeline --same-jvm               # measure in the process that grew the table
+    python -m devkit.bench.timeline --instants 2000 --resume  # grow the last run's table further
 
 Why: hudi_cdc keeps a table's `archive_after_hours` (100 h by default) of instants active so
 that Trino can read version-9 tables (`hudi_cdc.hudi.retention`). At a 30 s trigger that is about
@@ -17,10 +19,18 @@ through `pipeline.run_batch` and warmed by a few update batches. Then, for each 
      too). Each carries the extra metadata of hudi_cdc's newest commit, as every commit of a
      running job does; the table's cleaning settings apply, and its archival: none while the
      window holds every commit (all are recent), Hudi's count without a window;
-  2. `--batches` batches of `--batch` uniform updates go through `run_batch`, as a running job
-     applies them, and their CPU seconds (the process and its Spark JVM) are taken.
+  2. a fresh process with a Spark JVM of its own opens the table, applies `--warm-up` batches and
+     then `--batches` measured batches of `--batch` uniform updates through `run_batch`, as a
+     running job applies them, and takes their CPU seconds (the process and its Spark JVM) and
+     its JVM's CPU by thread kind (the driver's threads, the JIT, executor tasks, GC).
 The measured batches' commits are part of the next length's count. The result is printed and
 written as JSON to build/bench/timeline-<time>.json (`--out` another folder).
+
+Why a fresh JVM per length (round 43): in one process the JIT keeps warming for 10-15 batches,
+so the first length was measured colder than the later ones (its batches still falling from 4.7
+to 2.5 CPU s) and the ratio understated the timeline's cost. Each length now starts from the
+same JVM state and warms the same way. `--same-jvm` measures as before (`--warm-up` then counts
+the batches before the first length only).
 """
 
 from __future__ import annotations
@@ -43,8 +53,9 @@ import psutil
 from pyspark.sql import SparkSession
 
 from devkit import build_dir  # importing devkit points hudi_cdc at the checkout's build/ folder
+from devkit.bench.child import jvm_thread_cpu, thread_cpu_since
 from devkit.bench.measure import tree_cpu_seconds
-from devkit.bench.warm import WARM_UP, KafkaRows
+from devkit.bench.warm import JFR_STACK_DEPTH, WARM_UP, KafkaRows, driver_samples_text
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
 from devkit.services import run_dir
 from hudi_cdc.config.models import Config, TableConfig, parse_config
@@ -55,7 +66,7 @@ from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.job.pipeline import BatchContext, run_batch
 from hudi_cdc.spark import fs
-from hudi_cdc.spark.session import get_or_create_session, jvm
+from hudi_cdc.spark.session import DRIVER_JAVA_OPTIONS, get_or_create_session, jvm
 
 GROWING_OPTIONS = {
     # the write client would otherwise run the table's inline services on every empty commit;
@@ -71,7 +82,8 @@ class Length:
     """One measured timeline length."""
 
     made: int
-    """Commits made to the table (loads, batches and empty ones) before the measured batches."""
+    """Commits made to the table (loads, batches and empty ones) before the measured batches (in a
+    fresh JVM: before its `--warm-up` batches, which commit too)."""
     commits: int
     """Completed commits (and delta commits) in the active timeline before the measured batches."""
     instants: int
@@ -84,6 +96,8 @@ class Length:
     """Wall seconds per empty commit while growing (Hudi's own cost of a commit at this length)."""
     batch_cpu_s: list[float]
     """CPU seconds of each measured batch."""
+    jvm_thread_cpu_s: dict[str, float]
+    """The Spark JVM's CPU seconds per measured batch, by thread kind (`--same-jvm`: empty)."""
 
     @property
     def median_cpu_s(self) -> float:
@@ -99,11 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=6, help="measured batches at each length")
     parser.add_argument("--archive-after-hours", default="100,none",
                         help="the table's archive_after_hours, one run (process) each, in turn; none: Hudi's count")  # fmt: skip
+    parser.add_argument("--warm-up", type=int, default=10,
+                        help="batches a fresh JVM applies before the measured ones at each length")
+    parser.add_argument("--same-jvm", action="store_true",
+                        help="measure in the process that grows the table (its JIT warms across the lengths)")
     parser.add_argument("--smoke", action="store_true", help="10 and 60 commits, 2 batches each: that it runs, not figures")
+    parser.add_argument("--jfr", type=Path, default=None, metavar="DIR",
+                        help="record each length's measured batches with the Flight Recorder to DIR/timeline-<commits>.jfr "
+                             "and print where the driver's threads spend their samples (not with --same-jvm)")
+    parser.add_argument("--resume", action="store_true",
+                        help="grow the table the last run left (with a window) instead of loading a new one")
+    parser.add_argument("--measure-table", help=argparse.SUPPRESS)  # a fresh JVM's measurement of a grown table
+    parser.add_argument("--skip", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(build_dir() / "bench"), help="folder of the JSON result")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.instants, args.batches = "10,60", 2  # past Hudi's keep.max of 50: its archival shows
+        args.instants, args.batches, args.warm_up = "10,60", 2, 1  # past Hudi's keep.max of 50: its archival shows
+    if args.measure_table:
+        return measure_fresh(args)
     policies = args.archive_after_hours.split(",")
     if len(policies) == 1:
         runs = [measure(args, None if policies[0].lower() in ("none", "null") else int(policies[0]))]
@@ -151,16 +178,25 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
     """One run: the table with `archive_after_hours` = `hours`, measured at each of `args.instants` commits made."""
     lengths = sorted(int(n) for n in args.instants.split(","))
     root = run_dir("bench-timeline")
-    shutil.rmtree(root, ignore_errors=True)
+    resume = args.resume and (root / "accounts" / ".hoodie").is_dir()
+    if args.resume and hours is None:
+        raise SystemExit("--resume needs a window: without one Hudi archives, and the commits made are not known")
+    if not resume:
+        shutil.rmtree(root, ignore_errors=True)
     spark = get_or_create_session(app_name="bench-timeline", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
     config = _config(root, "MERGE_ON_READ" if args.type == "mor" else "COPY_ON_WRITE", hours)
     table = config.tables[0]
     kafka, me = KafkaRows(spark), psutil.Process()
-    run_batch(kafka.rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
-              BatchContext(config=config, batch_id=0))  # fmt: skip
-    updates = records(SOURCE, update_changes(args.batch * (WARM_UP + args.batches * len(lengths)), args.rows))
-    batch_ids = itertools.count(1)
+    if not resume:
+        run_batch(kafka.rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
+                  BatchContext(config=config, batch_id=0))  # fmt: skip
+    # a resumed table holds updates up to (commits made) x batch at most: draw past them
+    skip = completed_commits(spark, table.base_path) * args.batch if resume else 0
+    warm_up = args.warm_up if args.same_jvm else WARM_UP
+    drawn = args.batch * (warm_up + args.batches * len(lengths))
+    updates = records(SOURCE, itertools.islice(update_changes(skip + drawn, args.rows), skip, None))
+    batch_ids = itertools.count(skip + 1)
 
     def batch() -> float:
         rows = kafka.rows([(SOURCE.topic, r) for r in itertools.islice(updates, args.batch)])
@@ -168,9 +204,9 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
         run_batch(rows, BatchContext(config=config, batch_id=next(batch_ids)))
         return tree_cpu_seconds(me) - cpu0
 
-    for _ in range(WARM_UP):
+    for _ in range(warm_up):
         batch()
-    made = completed_commits(spark, table.base_path)  # nothing archived yet: fewer than Hudi's 40
+    made = completed_commits(spark, table.base_path)  # nothing archived: fewer than Hudi's 40, or a window
     measured: list[dict[str, Any]] = []
     for target in lengths:
         wall0 = time.monotonic()
@@ -178,12 +214,81 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
         per_commit = (time.monotonic() - wall0) / grown if grown else 0.0
         made += grown
         commits, instants, files = timeline_size(spark, table.base_path)
-        length = Length(made, commits, instants, files, grown, per_commit, [batch() for _ in range(args.batches)])
+        if args.same_jvm:
+            length = Length(made, commits, instants, files, grown, per_commit, [batch() for _ in range(args.batches)], {})
+        else:
+            cpu, threads = _measure_alone(args, root, hours, skip=made * args.batch)
+            length = Length(made, commits, instants, files, grown, per_commit, cpu, threads)
+            made += args.warm_up
         measured.append(asdict(length) | {"median_cpu_s": length.median_cpu_s})
         made += args.batches
         print(f"archive_after_hours {hours}: " + length_line(measured[-1], measured[0]["median_cpu_s"]), flush=True)
     spark.stop()
     return {"archive_after_hours": hours, "lengths": measured}
+
+
+def _measure_alone(args: argparse.Namespace, root: Path, hours: int | None, *, skip: int) -> tuple[list[float], dict[str, float]]:
+    """`measure_fresh` of the grown table in a process of its own: (CPU s of each measured batch, its
+    JVM's CPU s per measured batch by thread kind). `skip`: updates drawn before (their positions
+    are at or below the table's)."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-m", "devkit.bench.timeline", "--measure-table", str(root),
+                        "--type", args.type, "--archive-after-hours", str(hours), "--rows", str(args.rows),
+                        "--batch", str(args.batch), "--batches", str(args.batches), "--warm-up", str(args.warm_up),
+                        "--skip", str(skip), "--out", out,
+                        *(["--jfr", str(args.jfr / f"timeline-{skip // args.batch}.jfr")] if args.jfr else [])],
+                       check=True)  # fmt: skip
+        result = json.loads((Path(out) / FRESH_RESULT).read_text())
+    return result["batch_cpu_s"], result["jvm_thread_cpu_s"]
+
+
+FRESH_RESULT = "measured.json"
+
+
+def measure_fresh(args: argparse.Namespace) -> int:
+    """In a fresh process: `--warm-up` then `--batches` batches into the table under `--measure-table`,
+    their CPU seconds and the JVM's per batch by thread kind written to `--out`/measured.json."""
+    root = Path(args.measure_table)
+    hours = None if args.archive_after_hours.lower() in ("none", "null") else int(args.archive_after_hours)
+    conf = {"spark.master": "local[2]"}
+    if args.jfr:
+        conf[DRIVER_JAVA_OPTIONS] = f"-XX:FlightRecorderOptions:stackdepth={JFR_STACK_DEPTH}"
+    spark = get_or_create_session(app_name="bench-timeline-measure", extra_conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    config = _config(root, "MERGE_ON_READ" if args.type == "mor" else "COPY_ON_WRITE", hours)
+    kafka, me = KafkaRows(spark), psutil.Process()
+    drawn = args.batch * (args.warm_up + args.batches)
+    # positions grow with the draw's index: updates past `skip` are newer than any the table holds
+    updates = records(SOURCE, itertools.islice(update_changes(args.skip + drawn, args.rows), args.skip, None))
+    batch_ids = itertools.count(args.skip + 1)  # above every batch id the table's commits carry
+
+    def batch() -> float:
+        rows = kafka.rows([(SOURCE.topic, r) for r in itertools.islice(updates, args.batch)])
+        cpu0 = tree_cpu_seconds(me)
+        run_batch(rows, BatchContext(config=config, batch_id=next(batch_ids)))
+        return tree_cpu_seconds(me) - cpu0
+
+    for _ in range(args.warm_up):
+        batch()
+    recording = None
+    if args.jfr:
+        recording = jvm(spark).jdk.jfr.Recording(jvm(spark).jdk.jfr.Configuration.getConfiguration("profile"))
+        recording.start()
+    before = jvm_thread_cpu(spark)
+    cpu = [batch() for _ in range(args.batches)]
+    threads = {kind: s / args.batches for kind, s in thread_cpu_since(before, jvm_thread_cpu(spark)).items()}
+    if recording is not None:
+        recording.stop()
+        args.jfr.parent.mkdir(parents=True, exist_ok=True)
+        recording.dump(jvm(spark).java.io.File(str(args.jfr.resolve())).toPath())
+        recording.close()
+        tool = Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr"
+        print(f"at {root}:\n" + driver_samples_text(tool, args.jfr, batches=args.batches), flush=True)
+    spark.stop()
+    out = Path(args.out) / FRESH_RESULT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"batch_cpu_s": cpu, "jvm_thread_cpu_s": threads}))
+    return 0
 
 
 def _config(root: Any, table_type: str, archive_after_hours: int | None) -> Config:
@@ -203,7 +308,13 @@ def length_line(length: dict[str, Any], first_median_cpu_s: float) -> str:
     return (f"{length['made']:6,} commits made, {length['commits']:,} active ({length['instants']:,} instants, "
             f"{length['timeline_files']:,} timeline files): median {length['median_cpu_s']:.2f} CPU s a batch "
             f"({ratio:.2f}x the first length) [{cpu}]; grown by {length['grown']:,} empty commits at "
-            f"{length['growing_s_per_commit']:.2f} s each")  # fmt: skip
+            f"{length['growing_s_per_commit']:.2f} s each" + _threads_text(length.get("jvm_thread_cpu_s") or {}))  # fmt: skip
+
+
+def _threads_text(threads: dict[str, float]) -> str:
+    """The JVM's largest thread kinds, CPU s per measured batch ('' without them)."""
+    top = ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in list(threads.items())[:4])
+    return f"; JVM per batch: {top}" if top else ""
 
 
 def completed_commits(spark: SparkSession, base_path: str) -> int:

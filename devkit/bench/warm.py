@@ -45,7 +45,7 @@ import psutil
 from pyspark.sql import DataFrame, SparkSession
 
 import devkit  # noqa: F401  (points hudi_cdc at the checkout's build/ folder)
-from devkit.bench.child import jvm_thread_cpu
+from devkit.bench.child import jvm_thread_cpu, thread_cpu_since
 from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.profile import threads_text
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, source, update_changes
@@ -69,6 +69,8 @@ DRIVER_THREAD = re.compile(r'sampledThread = "Thread-\d+"')
 DRIVER_FRAMES = {
     "org.apache.hudi.": "Hudi (its writer, file index, timeline)",
     "HoodieSparkSqlWriter": "  of it, Hudi's DataFrame writer",
+    "ActiveTimelineV2.<init>": "  of it, loading the active timeline (a listing of .hoodie/timeline/)",
+    "DefaultSource.createRelation": "  of it, the stored-row read's relation and file index",
     "sql.catalyst.analysis.": "Catalyst's analysis",
     "sql.catalyst.optimizer.": "Catalyst's optimizer rules",
     "AdaptiveSparkPlanExec": "adaptive execution: its stages and re-planning",
@@ -198,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             wall.append(time.monotonic() - wall0)
             if args.codegen:
                 compiled.append(codegen_compiles(spark) - codegen0)
-    threads = _since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
+    threads = thread_cpu_since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     rules = rules_text(spark, batches=len(cpu)) if args.rules else ""
     jfr_tool = Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr" if args.jfr else None
@@ -301,12 +303,6 @@ def jobs_text(spark: SparkSession, group: str, began: float) -> str:
 def _epoch(stamp: str) -> float:
     """Epoch seconds of the REST API's `2026-11-26T09:08:07.123GMT`."""
     return dt.datetime.strptime(stamp.removesuffix("GMT"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.UTC).timestamp()
-
-
-def _since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """CPU seconds per thread kind between two `jvm_thread_cpu` readings, largest first."""
-    spent = {kind: seconds - before.get(kind, 0.0) for kind, seconds in after.items()}
-    return dict(sorted(spent.items(), key=lambda kv: -kv[1]))
 
 
 if __name__ == "__main__":
