@@ -76,6 +76,11 @@ GROWING_OPTIONS = {
     "hoodie.embed.timeline.server": "false",
 }
 
+FRESH_RESULT = "measured.json"
+"""What a fresh JVM's measurement (`measure_fresh`) writes to its `--out` folder."""
+RUN_NOTE = "made-by.json"
+"""Beside the bench's table: the settings it was made with, which `--resume` must match."""
+
 
 @dataclass(frozen=True)
 class Length:
@@ -178,9 +183,13 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
     """One run: the table with `archive_after_hours` = `hours`, measured at each of `args.instants` commits made."""
     lengths = sorted(int(n) for n in args.instants.split(","))
     root = run_dir("bench-timeline")
-    resume = args.resume and (root / "accounts" / ".hoodie").is_dir()
+    made_by = {"type": args.type, "rows": args.rows, "batch": args.batch, "archive_after_hours": hours}
+    resume = args.resume and (root / RUN_NOTE).is_file()
     if args.resume and hours is None:
         raise SystemExit("--resume needs a window: without one Hudi archives, and the commits made are not known")
+    if resume and json.loads((root / RUN_NOTE).read_text()) != made_by:
+        # e.g. the smoke test's run, which shares the folder: growing it would measure another table
+        raise SystemExit(f"--resume: {root} holds a table made with {(root / RUN_NOTE).read_text()}, not {made_by}")
     if not resume:
         shutil.rmtree(root, ignore_errors=True)
     spark = get_or_create_session(app_name="bench-timeline", extra_conf={"spark.master": "local[2]"})
@@ -191,6 +200,7 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
     if not resume:
         run_batch(kafka.rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
                   BatchContext(config=config, batch_id=0))  # fmt: skip
+        (root / RUN_NOTE).write_text(json.dumps(made_by))
     # a resumed table holds updates up to (commits made) x batch at most: draw past them
     skip = completed_commits(spark, table.base_path) * args.batch if resume else 0
     warm_up = args.warm_up if args.same_jvm else WARM_UP
@@ -242,7 +252,6 @@ def _measure_alone(args: argparse.Namespace, root: Path, hours: int | None, *, s
     return result["batch_cpu_s"], result["jvm_thread_cpu_s"]
 
 
-FRESH_RESULT = "measured.json"
 
 
 def measure_fresh(args: argparse.Namespace) -> int:

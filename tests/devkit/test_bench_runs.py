@@ -85,3 +85,8 @@ def test_the_timeline_bench_smoke_run_grows_the_timeline_and_commits_every_batch
             assert len(length["batch_cpu_s"]) == 2 and min(length["batch_cpu_s"]) > 0, length
             # measured in a JVM of its own, whose threads worked in the measured batches
             assert sum(length["jvm_thread_cpu_s"].values()) > 0, length
+    # the table left is the last policy's (no window): growing it on as a windowed table is refused
+    resumed = subprocess.run([sys.executable, "-m", "devkit.bench.timeline", "--resume", "--instants", "70",
+                              "--archive-after-hours", "100", "--out", str(tmp_path)],
+                             cwd=CHECKOUT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert resumed.returncode != 0 and "holds a table made with" in resumed.stderr, resumed.stderr[-2000:]
