@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,14 @@ from pyspark.sql import SparkSession
 from devkit import build_dir  # importing devkit points hudi_cdc at the checkout's build/ folder
 from devkit.bench.child import jvm_thread_cpu, thread_cpu_since
 from devkit.bench.measure import tree_cpu_seconds
-from devkit.bench.warm import JFR_STACK_DEPTH, WARM_UP, KafkaRows, driver_samples_text
+from devkit.bench.warm import (
+    JFR_STACK_DEPTH,
+    WARM_UP,
+    KafkaRows,
+    driver_samples_text,
+    save_flight_recording,
+    start_flight_recording,
+)
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
 from devkit.services import run_dir
 from hudi_cdc.config.models import Config, TableConfig, parse_config
@@ -138,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return measure_fresh(args)
     policies = args.archive_after_hours.split(",")
     if len(policies) == 1:
-        runs = [measure(args, None if policies[0].lower() in ("none", "null") else int(policies[0]))]
+        runs = [measure(args, _hours(policies[0]))]
     else:
         runs = [_run_alone(argv or sys.argv[1:], policy) for policy in policies]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -194,26 +202,16 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
     spark = get_or_create_session(app_name="bench-timeline", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
-    config = _config(root, "MERGE_ON_READ" if args.type == "mor" else "COPY_ON_WRITE", hours)
+    config = _config(root, args.type, hours)
     table = config.tables[0]
-    kafka, me = KafkaRows(spark), psutil.Process()
     if not resume:
-        run_batch(kafka.rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
+        run_batch(KafkaRows(spark).rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
                   BatchContext(config=config, batch_id=0))  # fmt: skip
         (root / RUN_NOTE).write_text(json.dumps(made_by))
     # a resumed table holds updates up to (commits made) x batch at most: draw past them
     skip = completed_commits(spark, table.base_path) * args.batch if resume else 0
     warm_up = args.warm_up if args.same_jvm else WARM_UP
-    drawn = args.batch * (warm_up + args.batches * len(lengths))
-    updates = records(SOURCE, itertools.islice(update_changes(skip + drawn, args.rows), skip, None))
-    batch_ids = itertools.count(skip + 1)
-
-    def batch() -> float:
-        rows = kafka.rows([(SOURCE.topic, r) for r in itertools.islice(updates, args.batch)])
-        cpu0 = tree_cpu_seconds(me)
-        run_batch(rows, BatchContext(config=config, batch_id=next(batch_ids)))
-        return tree_cpu_seconds(me) - cpu0
-
+    batch = _update_batches(spark, config, args, skip=skip, batches=warm_up + args.batches * len(lengths))
     for _ in range(warm_up):
         batch()
     made = completed_commits(spark, table.base_path)  # nothing archived: fewer than Hudi's 40, or a window
@@ -252,46 +250,25 @@ def _measure_alone(args: argparse.Namespace, root: Path, hours: int | None, *, s
     return result["batch_cpu_s"], result["jvm_thread_cpu_s"]
 
 
-
-
 def measure_fresh(args: argparse.Namespace) -> int:
     """In a fresh process: `--warm-up` then `--batches` batches into the table under `--measure-table`,
     their CPU seconds and the JVM's per batch by thread kind written to `--out`/measured.json."""
     root = Path(args.measure_table)
-    hours = None if args.archive_after_hours.lower() in ("none", "null") else int(args.archive_after_hours)
     conf = {"spark.master": "local[2]"}
     if args.jfr:
         conf[DRIVER_JAVA_OPTIONS] = f"-XX:FlightRecorderOptions:stackdepth={JFR_STACK_DEPTH}"
     spark = get_or_create_session(app_name="bench-timeline-measure", extra_conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
-    config = _config(root, "MERGE_ON_READ" if args.type == "mor" else "COPY_ON_WRITE", hours)
-    kafka, me = KafkaRows(spark), psutil.Process()
-    drawn = args.batch * (args.warm_up + args.batches)
-    # positions grow with the draw's index: updates past `skip` are newer than any the table holds
-    updates = records(SOURCE, itertools.islice(update_changes(args.skip + drawn, args.rows), args.skip, None))
-    batch_ids = itertools.count(args.skip + 1)  # above every batch id the table's commits carry
-
-    def batch() -> float:
-        rows = kafka.rows([(SOURCE.topic, r) for r in itertools.islice(updates, args.batch)])
-        cpu0 = tree_cpu_seconds(me)
-        run_batch(rows, BatchContext(config=config, batch_id=next(batch_ids)))
-        return tree_cpu_seconds(me) - cpu0
-
+    config = _config(root, args.type, _hours(args.archive_after_hours))
+    batch = _update_batches(spark, config, args, skip=args.skip, batches=args.warm_up + args.batches)
     for _ in range(args.warm_up):
         batch()
-    recording = None
-    if args.jfr:
-        recording = jvm(spark).jdk.jfr.Recording(jvm(spark).jdk.jfr.Configuration.getConfiguration("profile"))
-        recording.start()
+    recording = start_flight_recording(spark) if args.jfr else None
     before = jvm_thread_cpu(spark)
     cpu = [batch() for _ in range(args.batches)]
     threads = {kind: s / args.batches for kind, s in thread_cpu_since(before, jvm_thread_cpu(spark)).items()}
     if recording is not None:
-        recording.stop()
-        args.jfr.parent.mkdir(parents=True, exist_ok=True)
-        recording.dump(jvm(spark).java.io.File(str(args.jfr.resolve())).toPath())
-        recording.close()
-        tool = Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr"
+        tool = save_flight_recording(spark, recording, args.jfr)
         print(f"at {root}:\n" + driver_samples_text(tool, args.jfr, batches=args.batches), flush=True)
     spark.stop()
     out = Path(args.out) / FRESH_RESULT
@@ -300,7 +277,34 @@ def measure_fresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config(root: Any, table_type: str, archive_after_hours: int | None) -> Config:
+def _update_batches(spark: SparkSession, config: Config, args: argparse.Namespace, *, skip: int,
+                    batches: int) -> Callable[[], float]:  # fmt: skip
+    """A function that applies the next `--batch` uniform updates to the table through `run_batch`,
+    as a running job does, and returns the CPU seconds it took (this process and its Spark JVM);
+    `batches` calls at most. `skip`: updates drawn before, by this run or the one that made the
+    table (an update's position grows with its draw, so those after `skip` are newer than any the
+    table holds, and the batch ids are above every one its commits carry)."""
+    kafka, me = KafkaRows(spark), psutil.Process()
+    updates = records(SOURCE, itertools.islice(update_changes(skip + args.batch * batches, args.rows), skip, None))
+    batch_ids = itertools.count(skip + 1)
+
+    def batch() -> float:
+        rows = kafka.rows([(SOURCE.topic, r) for r in itertools.islice(updates, args.batch)])
+        cpu0 = tree_cpu_seconds(me)
+        run_batch(rows, BatchContext(config=config, batch_id=next(batch_ids)))
+        return tree_cpu_seconds(me) - cpu0
+
+    return batch
+
+
+def _hours(policy: str) -> int | None:
+    """An `--archive-after-hours` value: hours, or None for `none`/`null` (Hudi's count)."""
+    return None if policy.lower() in ("none", "null") else int(policy)
+
+
+def _config(root: Any, kind: str, archive_after_hours: int | None) -> Config:
+    """The bench's job: one table `accounts` under `root`, `kind` cow or mor."""
+    table_type = "MERGE_ON_READ" if kind == "mor" else "COPY_ON_WRITE"
     return parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
         "job": {"name": "bench-timeline", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},

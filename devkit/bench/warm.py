@@ -180,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         if batch_id == WARM_UP + 1 and args.rules:
             _rule_executor(spark).resetMetrics()
         if batch_id == WARM_UP + 1 and args.jfr:
-            recording = jvm(spark).jdk.jfr.Recording(jvm(spark).jdk.jfr.Configuration.getConfiguration("profile"))
-            recording.start()
+            recording = start_flight_recording(spark)
         codegen0 = codegen_compiles(spark) if args.codegen else 0
         cpu0, wall0 = tree_cpu_seconds(me), time.monotonic()
         if warm and args.profile:
@@ -203,12 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = thread_cpu_since(threads_before, jvm_thread_cpu(spark)) if args.threads else {}
     jobs = jobs_text(spark, LAST_BATCH, listed_from) if args.list_jobs else ""
     rules = rules_text(spark, batches=len(cpu)) if args.rules else ""
-    jfr_tool = Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr" if args.jfr else None
-    if recording is not None:
-        recording.stop()
-        args.jfr.parent.mkdir(parents=True, exist_ok=True)
-        recording.dump(jvm(spark).java.io.File(str(args.jfr.resolve())).toPath())
-        recording.close()
+    jfr_tool = save_flight_recording(spark, recording, args.jfr) if recording is not None else None
     spark.stop()
     tables = f" in each of {args.tables} tables" if args.tables > 1 else ""
     tables += f", beside {args.idle_tables} idle tables" if args.idle_tables else ""
@@ -233,6 +227,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"hudi_cdc/.*py", 30)
     return 0
+
+
+def start_flight_recording(spark: SparkSession) -> Any:
+    """A Flight Recorder recording (its `profile` settings) of the Spark JVM, started."""
+    recording = jvm(spark).jdk.jfr.Recording(jvm(spark).jdk.jfr.Configuration.getConfiguration("profile"))
+    recording.start()
+    return recording
+
+
+def save_flight_recording(spark: SparkSession, recording: Any, path: Path) -> Path:
+    """Stop `recording` and write it to `path`; the JVM's `jfr` tool, which reads it."""
+    recording.stop()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    recording.dump(jvm(spark).java.io.File(str(path.resolve())).toPath())
+    recording.close()
+    return Path(jvm(spark).java.lang.System.getProperty("java.home")) / "bin" / "jfr"
 
 
 def driver_samples_text(tool: Path, recording: Path, batches: int) -> str:
