@@ -176,8 +176,7 @@ def retry_table(config_path: str, tables: tuple[str, ...], as_json: bool) -> Non
 
     A job that is not running tries every parked table first when it starts.
     """
-    from hudi_cdc.job.parking import read_parked, retry_request_path
-    from hudi_cdc.spark import fs
+    from hudi_cdc.job.parking import read_parked, request_retry
 
     config = load_config(config_path)
     spark = _session(config.job, "retry-table")
@@ -186,7 +185,7 @@ def retry_table(config_path: str, tables: tuple[str, ...], as_json: bool) -> Non
         raise ConfigError(config_path, problems)
     out = output_for(as_json)
     for table in tables:
-        fs.write_text(spark, retry_request_path(config.job.checkpoint_dir, table), "retry\n")
+        request_retry(spark, config.job.checkpoint_dir, table)
         out.message(f"table {table}: the running job tries it again at its next trigger")
 
 

@@ -55,6 +55,16 @@ def retry_request_path(checkpoint_dir: str, table: str) -> str:
     return f"{checkpoint_dir.rstrip('/')}_retry/{table}"
 
 
+def request_retry(spark: SparkSession, checkpoint_dir: str, table: str) -> None:
+    """Ask a running job to try parked `table` at its next trigger (what `hudi-cdc retry-table` does).
+
+    The request appears whole, under its name, in one step: the running job deletes it the moment
+    it sees it, and a file created in place would be gone before Hadoop set its permissions (which
+    then fails the request with "chmod: cannot access").
+    """
+    fs.replace_text(spark, retry_request_path(checkpoint_dir, table), "retry\n")
+
+
 @dataclass
 class Parked:
     """One parked table: why, since when, and the Kafka records it has not applied."""
@@ -165,6 +175,11 @@ class ParkingLot:
         with self.serial:
             self._dirty = True
             parked = self._tables.pop(table)
+            # a request that came after the try that caught it up would make its next parking's
+            # first try immediate
+            request = retry_request_path(self.checkpoint_dir, table)
+            if fs.exists(self.spark, request):
+                fs.delete(self.spark, request)
             log.info("table %s caught up after %.0f s parked (%d records set aside); it runs with the others again",
                      table, self.clock() - parked.since, parked.backlog)  # fmt: skip
             self.save()

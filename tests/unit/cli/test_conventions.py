@@ -175,20 +175,20 @@ def test_retry_table_takes_several_tables(job: str, monkeypatch: pytest.MonkeyPa
     written: list[str] = []
     monkeypatch.setattr("hudi_cdc.job.parking.read_parked", lambda spark, checkpoint: [
         SimpleNamespace(table="orders"), SimpleNamespace(table="people")])  # fmt: skip
-    monkeypatch.setattr("hudi_cdc.spark.fs.write_text", lambda spark, path, text: written.append(path))
+    monkeypatch.setattr("hudi_cdc.job.parking.request_retry", lambda spark, checkpoint, table: written.append(table))
     result = invoke("retry-table", "--config", job, "--table", "orders", "--table", "people", "--json")
     assert result.exit_code == 0, result.output
     assert [d["message"] for d in envelopes(result)] == [
         "table orders: the running job tries it again at its next trigger",
         "table people: the running job tries it again at its next trigger",
     ]
-    assert [Path(p).name for p in written] == ["orders", "people"]
+    assert written == ["orders", "people"]
 
 
 def test_retry_table_refuses_a_table_not_parked_and_writes_nothing(job: str, monkeypatch: pytest.MonkeyPatch) -> None:
     written: list[str] = []
     monkeypatch.setattr("hudi_cdc.job.parking.read_parked", lambda spark, checkpoint: [SimpleNamespace(table="orders")])
-    monkeypatch.setattr("hudi_cdc.spark.fs.write_text", lambda spark, path, text: written.append(path))
+    monkeypatch.setattr("hudi_cdc.job.parking.request_retry", lambda spark, checkpoint, table: written.append(table))
     result = invoke("retry-table", "--config", job, "--table", "orders", "--table", "people")
     assert result.exit_code == 2 and "table 'people' is not parked; parked tables: orders" in result.stderr
     assert written == []

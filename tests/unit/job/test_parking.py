@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from hudi_cdc.job.parking import (
     ParkingLot,
     parked_path,
     read_parked,
+    request_retry,
     retry_request_path,
 )
 
@@ -70,6 +72,38 @@ def test_tries_back_off_doubling_to_a_bound_and_an_operator_request_comes_first(
     request.write_text("retry\n")
     assert lot.due("orders") and not request.exists()  # the request is taken once
     assert not lot.due("orders")
+    # one more request after the try that catches the table up goes with it
+    request_retry(spark, checkpoint, "orders")
+    lot.release("orders")
+    assert not request.exists()
+
+
+def test_an_operator_request_written_while_the_running_job_takes_requests_never_fails(spark: SparkSession, tmp_path: Path) -> None:
+    """The job deletes a request the moment it sees it. A request created in place was seen and
+    deleted before Hadoop set its permissions, and `retry-table` failed ("chmod: cannot access")."""
+    clock = Clock()
+    checkpoint = str(tmp_path / "cp")
+    lot = ParkingLot(spark, checkpoint, clock=clock)
+    lot.park(_failure(), KafkaRange(first={"t": {"0": 5}}, last={"t": {"0": 9}}), records=5)
+    taken = 0
+    asking = True
+
+    def running_job() -> None:
+        nonlocal taken
+        while asking:
+            taken += lot.due("orders")  # only a request makes it due: the clock stands before the backoff's end
+
+    job = threading.Thread(target=running_job)
+    job.start()
+    try:
+        for _ in range(200):
+            request_retry(spark, checkpoint, "orders")
+    finally:
+        asking = False
+        job.join()
+    left = Path(retry_request_path(checkpoint, "orders")).exists()
+    assert taken >= 1 and taken + left <= 200
+    assert lot.due("orders") == left
 
 
 def test_the_lot_survives_a_restart_and_every_parked_table_is_tried_first(spark: SparkSession, tmp_path: Path) -> None:
