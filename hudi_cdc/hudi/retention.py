@@ -217,7 +217,7 @@ def _archived_ranges(spark: SparkSession, base_path: str) -> list[tuple[str, str
 def trino_archive_check(
     spark: SparkSession, base_path: str, hours: int | None, *, now: dt.datetime | None = None
 ) -> dict[str, Any]:
-    """Whether Trino <= 479 (Hudi 1.0.x) can still read the table, judged from the archived timeline.
+    """Whether Trino 476 (Hudi 1.0.x) can still read the table, judged from the archived timeline.
 
     `trino_readable` is "ok", "warn" (the newest archived instant is younger than the table's
     window `hours`: a writer outside hudi_cdc, or older settings, archived it; never for a table

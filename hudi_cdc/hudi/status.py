@@ -119,6 +119,6 @@ def table_status(spark: SparkSession, table: TableConfig, sync_state: dict[str, 
         files=files,
         avg_file_kb=round(size / files / 1024, 1) if files else 0,
         hive_synced_commit=synced,
-        # Trino <= 479 fails on every query once an instant of its last 72 h is archived
+        # Trino 476 fails on every query once an instant of its last 72 h is archived
         trino=retention.trino_archive_check(spark, table.base_path, table.archive_after_hours),
     )
