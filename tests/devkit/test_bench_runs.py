@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from devkit import CHECKOUT
+from devkit import CHECKOUT, RUN_ENV
 
 pytestmark = [pytest.mark.integration, pytest.mark.deep]
 
@@ -64,9 +64,14 @@ def test_the_database_bench_smoke_run_sees_every_record_restarts_and_starts_on_m
     assert math.isfinite(start["first_record_visible_s"]), start
 
 
-def test_the_timeline_bench_smoke_run_grows_the_timeline_and_commits_every_batch_under_both_policies(tmp_path: Path) -> None:
+def test_the_timeline_bench_smoke_run_grows_the_timeline_and_commits_every_batch_under_both_policies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the default window every commit made stays active; with `archive_after_hours: null`
     Hudi's archiver keeps 40 to 50 of the 60 (so the setting reaches Hudi)."""
+    # its own run folder: the bench keeps its table in `<run>/bench-timeline`, which in the
+    # checkout's `build/run` holds a developer's grown table (hours of commits)
+    monkeypatch.setenv(RUN_ENV, str(tmp_path / "run"))
     runs = json.loads(_smoke_run("devkit.bench.timeline", tmp_path, "timeline-*.json").read_text())["runs"]
     assert [run["archive_after_hours"] for run in runs] == [100, None], runs
     for run in runs:
