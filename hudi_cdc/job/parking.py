@@ -154,12 +154,14 @@ class ParkingLot:
             parked = self._tables.get(table)
             if parked is None:
                 return False
-            request = retry_request_path(self.checkpoint_dir, table)
-            if fs.exists(self.spark, request):
-                fs.delete(self.spark, request)
+            if self._take_request(table):
                 log.info("table %s: tried again at once (`hudi-cdc retry-table`)", table)
                 return True
             return self.clock() >= parked.next_try
+
+    def _take_request(self, table: str) -> bool:
+        """Delete `table`'s `retry-table` request; whether there was one."""
+        return fs.delete(self.spark, retry_request_path(self.checkpoint_dir, table))
 
     def failed_again(self, failure: TableStop) -> None:
         with self.serial:
@@ -177,9 +179,7 @@ class ParkingLot:
             parked = self._tables.pop(table)
             # a request that came after the try that caught it up would make its next parking's
             # first try immediate
-            request = retry_request_path(self.checkpoint_dir, table)
-            if fs.exists(self.spark, request):
-                fs.delete(self.spark, request)
+            self._take_request(table)
             log.info("table %s caught up after %.0f s parked (%d records set aside); it runs with the others again",
                      table, self.clock() - parked.since, parked.backlog)  # fmt: skip
             self.save()
