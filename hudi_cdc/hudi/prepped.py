@@ -31,11 +31,17 @@ META_COLUMNS = (
     "_hoodie_file_name",
 )
 """Hudi's meta columns, in the order its writer reads them by position."""
+LOCATION_COLUMNS = ("_hoodie_commit_time", "_hoodie_file_name")
+"""The meta columns a merge-into write reads: a row's location is its file group (from the file
+name) at its last commit. Hudi's key generator makes the record key and partition path, and the
+write gives every meta column a new value, so the stored read leaves the other three out: the
+record key and the sequence number are unique per row, and reading them cost the stored-row read
+of a 1M-row table 11% of its CPU (docs/performance-journal.md, round 44)."""
 LOCATION = "__stored_location"
-"""The fold's column carrying each key's stored meta columns as a struct (NULL for a new key)."""
+"""The fold's column carrying each key's stored `LOCATION_COLUMNS` as a struct (NULL for a new key)."""
 LOCATED_BY = "_hoodie_file_name"
 """The meta column without which a stored row has no location."""
-LOCATION_TYPE = "struct<" + ",".join(f"{c}:string" for c in META_COLUMNS) + ">"
+LOCATION_TYPE = "struct<" + ",".join(f"{c}:string" for c in LOCATION_COLUMNS) + ">"
 
 
 def applies(table: TableConfig) -> bool:
@@ -44,8 +50,8 @@ def applies(table: TableConfig) -> bool:
 
 
 def location(stored: DataFrame) -> Column:
-    """The stored row's meta columns as one struct (fields NULL where the read has none)."""
-    fields = [(F.col(c) if c in stored.columns else F.lit(None).cast("string")).alias(c) for c in META_COLUMNS]
+    """The stored row's `LOCATION_COLUMNS` as one struct (fields NULL where the read has none)."""
+    fields = [(F.col(c) if c in stored.columns else F.lit(None).cast("string")).alias(c) for c in LOCATION_COLUMNS]
     return F.struct(*fields)
 
 
@@ -60,6 +66,10 @@ def use(table: TableConfig, operation: str, unlocated_rows: int | None) -> bool:
 
 
 def with_meta_columns(rows: DataFrame) -> DataFrame:
-    """`rows` with Hudi's meta columns in front, taken from LOCATION (NULL for new keys)."""
-    meta = [F.col(f"{LOCATION}.{c}").alias(c) for c in META_COLUMNS]
+    """`rows` with Hudi's meta columns in front: `LOCATION_COLUMNS` taken from LOCATION (NULL for
+    new keys), the others NULL (a merge-into write does not read them)."""
+    meta = [
+        (F.col(f"{LOCATION}.{c}") if c in LOCATION_COLUMNS else F.lit(None).cast("string")).alias(c)
+        for c in META_COLUMNS
+    ]
     return rows.select(*meta, *[c for c in rows.columns if c != LOCATION])

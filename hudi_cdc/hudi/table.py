@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from hudi_cdc.config.models import TableConfig
 from hudi_cdc.hoodie_keys import DATA_SKIPPING
-from hudi_cdc.hudi.prepped import META_COLUMNS
+from hudi_cdc.hudi.prepped import LOCATION_COLUMNS
 from hudi_cdc.hudi.table_options import metadata_table_kept
 from hudi_cdc.spark import fs
 from hudi_cdc.spark.session import hadoop_conf, jvm
@@ -97,7 +97,7 @@ def meta_client(spark: SparkSession, base_path: str) -> Any:
 def read_table(spark: SparkSession, base_path: str, *, locations: bool = False) -> DataFrame | None:
     """Snapshot read (MOR: base + logs merged) without Hudi's meta columns, or None for no table.
 
-    `locations`: keep the meta columns that name each row's file group (`hudi.prepped`).
+    `locations`: keep the meta columns that name each row's file group (`prepped.LOCATION_COLUMNS`).
 
     Data skipping is off: the job joins this read with a batch's keys, where the column-stats
     index prunes nothing, and Hudi's lookup persists and unpersists a Dataset while Spark runs
@@ -108,7 +108,7 @@ def read_table(spark: SparkSession, base_path: str, *, locations: bool = False) 
     if not table_exists(spark, base_path):
         return None
     df = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(base_path)
-    return _without_meta_columns(df, keep=META_COLUMNS if locations else ())
+    return _without_meta_columns(df, keep=LOCATION_COLUMNS if locations else ())
 
 
 def stored_bytes(stored: DataFrame) -> int | None:
@@ -144,7 +144,7 @@ def read_keys(
     and the read scans. `locations` as for `read_table`.
     """
     df = spark.read.format("hudi").options(**options).load(base_path)
-    return _without_meta_columns(df.filter(F.col(column).isin(*keys)), keep=META_COLUMNS if locations else ())
+    return _without_meta_columns(df.filter(F.col(column).isin(*keys)), keep=LOCATION_COLUMNS if locations else ())
 
 
 def _without_meta_columns(df: DataFrame, *, keep: Sequence[str] = ()) -> DataFrame:

@@ -57,3 +57,7 @@ def test_prepped_writes_switch_per_batch_and_never_change_the_rows(
         want = _data(list(expected.values()))
         assert _data(job.rows_spark("t")) == want
         assert _data(job.rows_hudi_rs("t")) == want
+        # a prepped row hands Hudi NULL for its key's meta column (hudi.prepped.LOCATION_COLUMNS):
+        # Hudi's key generator must still have written every row's record key
+        meta = spark.read.format("hudi").load(job.path("t")).select("_hoodie_record_key", "id").collect()
+        assert sorted(r["_hoodie_record_key"] for r in meta) == sorted(str(i) for i in expected)

@@ -62,7 +62,7 @@ def test_located_rows_carry_hudis_meta_columns_first_and_unlocated_stored_keys_a
 ) -> None:
     table = _table()
     schema = StructType([StructField("id", IntegerType()), StructField("name", StringType())])
-    location = F.struct(*[F.lit(f"{c}-of-{{id}}").alias(c) for c in prepped.META_COLUMNS])
+    location = F.struct(*[F.lit(f"{c}-of-{{id}}").alias(c) for c in prepped.LOCATION_COLUMNS])
     folded = (
         spark.createDataFrame([(1, "stored"), (2, "new"), (3, "lost")], "id int, name string")
         .withColumn(EXISTS, F.lit(True))
@@ -71,7 +71,7 @@ def test_located_rows_carry_hudis_meta_columns_first_and_unlocated_stored_keys_a
         .withColumn(
             prepped.LOCATION,
             F.when(F.col("id") == 1, location)
-            .when(F.col("id") == 3, F.struct(*[F.lit(None).cast("string").alias(c) for c in prepped.META_COLUMNS]))
+            .when(F.col("id") == 3, F.struct(*[F.lit(None).cast("string").alias(c) for c in prepped.LOCATION_COLUMNS]))
             .cast(prepped.LOCATION_TYPE),
         )
         .select("*", *[F.lit(None).alias(c) for c in CDC_COLUMNS])
@@ -81,15 +81,19 @@ def test_located_rows_carry_hudis_meta_columns_first_and_unlocated_stored_keys_a
     rows = rows_to_write(folded, schema, table, located=True)
     assert rows.columns[: len(prepped.META_COLUMNS)] == list(prepped.META_COLUMNS)
     assert prepped.LOCATION not in rows.columns
-    files = {r["id"]: r["_hoodie_file_name"] for r in rows.collect()}
-    assert files == {1: "_hoodie_file_name-of-{id}", 2: None, 3: None}
+    written = {r["id"]: r for r in rows.collect()}
+    assert {i: r["_hoodie_file_name"] for i, r in written.items()} == {1: "_hoodie_file_name-of-{id}", 2: None, 3: None}
+    assert written[1]["_hoodie_commit_time"] == "_hoodie_commit_time-of-{id}"
+    # the meta columns a merge-into write does not read are never read from the table: NULL
+    unread = [c for c in prepped.META_COLUMNS if c not in prepped.LOCATION_COLUMNS]
+    assert unread and all(r[c] is None for r in written.values() for c in unread)
     assert rows_to_write(folded, schema, table).columns[0] == "id"
 
 
 def test_a_table_that_never_writes_prepped_has_no_unlocated_keys(spark: SparkSession) -> None:
     # its stored read keeps no meta columns, so every stored key lacks a location: not a fallback
     table = _table(partition_by=["region"])
-    nowhere = F.struct(*[F.lit(None).cast("string").alias(c) for c in prepped.META_COLUMNS])
+    nowhere = F.struct(*[F.lit(None).cast("string").alias(c) for c in prepped.LOCATION_COLUMNS])
     folded = (
         spark.createDataFrame([(1,)], "id int")
         .withColumn(EXISTS, F.lit(True))
