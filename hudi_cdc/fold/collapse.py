@@ -16,6 +16,7 @@ A column is live iff its order is newer than the key's last delete.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -330,6 +331,23 @@ def fold(
         floor=remembered.order if remembered else _NEVER,
         one_task=one_task,
     )
+
+
+def keeps_a_stored_value(columns: list[str], values: Collection[str]) -> Column:
+    """True for a folded row (`FoldResult.rows`) that is written with the stored value of one of
+    `values`: a live column whose newest write is the stored row's own (no event of the batch
+    wrote it at a newer order).
+
+    A fold of stored rows read without those columns' values (`stored_state.touched_rows`) is right
+    for every row where this is false; a row where it is true needs the fold again with them. A
+    replayed event at a column's stored order counts as keeping it (it would write the same value).
+    """
+    final, stored = F.col(_FINAL_ORDERS), F.col(_STORED_ORDERS)
+    kept = F.lit(False)
+    for index, column in enumerate(columns):
+        if column in values:
+            kept = kept | ((final[column] == stored[index]) & (final[column] > F.col(_FINAL_DEL)))
+    return F.col(CHANGED) & F.col(_HAD_ROW) & F.coalesce(kept, F.lit(False))
 
 
 def _outcomes(events: DataFrame, rows: DataFrame, columns: list[str], key: list[str], floor: str) -> DataFrame:

@@ -58,6 +58,12 @@ def stored_columns(schema: StructType, table: TableConfig) -> list[str]:
     return [f.name for f in schema.fields] + CDC_COLUMNS + extra
 
 
+def value_columns(schema: StructType, table: TableConfig) -> list[str]:
+    """The data columns a fold may fold without their stored values: all but the key and the
+    partition columns (a key's and its partition's values are the stored row's either way)."""
+    return [f.name for f in schema.fields if f.name not in table.key and f.name not in table.partition_by]
+
+
 def data_schema(stored: DataFrame | None) -> StructType | None:
     """The stored table's data columns: everything but the framework's and Hudi's own."""
     if stored is None:
@@ -108,6 +114,7 @@ def touched_rows(
     *,
     every_row: bool,
     one_task: bool = False,
+    values: bool = True,
 ) -> DataFrame:
     """The stored rows the fold must see: those of the keys `events` touch, or all (`every_row`, a truncate).
 
@@ -115,15 +122,21 @@ def touched_rows(
     prepped (`prepped.applies`), each row's location in the table (`prepped.LOCATION`, its fields
     NULL where the read dropped Hudi's meta columns); an absent table gives no rows. `one_task`:
     the stored rows are read and matched with the keys in one task, with no shuffle (as the fold's).
+    `values=False`: the `value_columns` are NULL, never read (`collapse.keeps_a_stored_value` finds
+    the folded rows that needed them).
     """
     wanted = stored_columns(schema, table)
+    unread = set() if values else set(value_columns(schema, table))
     located = prepped.applies(table)
     if stored is None:
         nothing = [F.lit(None).cast(_column_type(c, schema)).alias(c) for c in wanted]
         no_location = [F.lit(None).cast(prepped.LOCATION_TYPE).alias(prepped.LOCATION)] if located else []
         return events.limit(0).select(*nothing, *no_location)
     conformed = stored.select(
-        *[(F.col(c) if c in stored.columns else F.lit(None)).cast(_column_type(c, schema)).alias(c) for c in wanted],
+        *[
+            (F.col(c) if c in stored.columns and c not in unread else F.lit(None)).cast(_column_type(c, schema)).alias(c)
+            for c in wanted
+        ],
         *([prepped.location(stored).alias(prepped.LOCATION)] if located else []),
     )
     if one_task:

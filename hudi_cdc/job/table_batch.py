@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -33,7 +34,14 @@ from hudi_cdc.decode.envelope import ENVELOPE_COLUMNS
 from hudi_cdc.decode.records import DecodeResult, decode
 from hudi_cdc.errors import KeyColumnsMissing, RelayoutError, SchemaChangeError
 from hudi_cdc.events import OP, Op, Outcome
-from hudi_cdc.fold.collapse import FoldResult, Truncation, first_load, fold, writes_every_column
+from hudi_cdc.fold.collapse import (
+    FoldResult,
+    Truncation,
+    first_load,
+    fold,
+    keeps_a_stored_value,
+    writes_every_column,
+)
 from hudi_cdc.fold.merge import DELETE, NEW_KEY, UNLOCATED, UPSERT, key_state, rows_to_write, write_kind
 from hudi_cdc.fold.stored_state import (
     INDEX_LOOKUP_MAX_KEYS,
@@ -41,6 +49,7 @@ from hudi_cdc.fold.stored_state import (
     data_schema,
     index_lookup_column,
     touched_rows,
+    value_columns,
 )
 from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally
 from hudi_cdc.hudi import prepped, relayout, writer
@@ -215,6 +224,9 @@ class _FoldRun:
     """The checkpoint under both: release it when the batch is done with them."""
     first_load: bool
     """Folded by `collapse.first_load`: right only if every event wrote every column."""
+    values_read: bool = True
+    """False: the stored rows were read without their values (`_ValueReads`): right only where no
+    folded row keeps one (`collapse.keeps_a_stored_value`)."""
 
 
 @dataclass(frozen=True)
@@ -241,14 +253,27 @@ def _fold_and_count(
     both run in one task, with no shuffle (`job.sizing.in_one_task`)."""
     remembered = Truncation(**json.loads(committed[TRUNCATE_KEY])) if TRUNCATE_KEY in committed else None
     changes = without_truncates(decoded.events)
-    run = _fold(changes, None, stored, schema, remembered, table, first_load_=stored is None, one_task=one_task)
+    # a table read in one task is small: reading its values costs less than a second fold would
+    values = stored is None or one_task or not VALUE_READS.apart(table)
+    run = _fold(
+        changes, None, stored, schema, remembered, table, first_load_=stored is None, one_task=one_task, values=values
+    )
     try:
         labels = _outcome_labels(run, changes, schema, table)
         counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=labels, one_task=one_task)
         truncation, metrics.truncate_ignored = truncation_of(counted, table)
         if partial := counted.labelled.get(_NOT_FIRST_LOAD, 0):
             log.info("table %s: %d event(s) of its first batch are not full images; folded again", table.name, partial)
-        if truncation is not None or partial:
+        kept = counted.labelled.get(_STORED_VALUE_KEPT, 0)
+        if not values:
+            VALUE_READS.note(table, needed=kept > 0)
+        if kept:
+            log.info(
+                "table %s: %d row(s) keep a stored value the fold read without; folded again with the values",
+                table.name,
+                kept,
+            )
+        if truncation is not None or partial or kept:
             # rare: fold again, the general way, every stored row deleted up to the truncate
             release(run.held)
             run = _fold(changes, truncation, stored, schema, remembered, table, first_load_=False, one_task=one_task)
@@ -362,6 +387,7 @@ def _fold(
     *,
     first_load_: bool,
     one_task: bool,
+    values: bool = True,
 ) -> _FoldRun:
     """The fold of `changes` onto their keys' stored rows; checkpointed, for the counts and the
     write both read it (the caller releases `held`).
@@ -369,7 +395,9 @@ def _fold(
     `first_load_`: the table holds no row, and the fold assumes every event writes every column
     (`collapse.first_load`, the cheapest exact fold); `_outcome_labels` then labels the events
     that do not, and a batch with any such event is folded again without it. `one_task`: the fold
-    runs in one task, with no shuffle (`job.sizing.in_one_task`).
+    runs in one task, with no shuffle (`job.sizing.in_one_task`). `values=False`: the stored rows
+    are read without the values of their `value_columns` (`_ValueReads`); `_outcome_labels` then
+    labels the folded rows that needed one, and a batch with any is folded again with them.
     """
     if first_load_:
         loaded = first_load(
@@ -380,13 +408,14 @@ def _fold(
         return _FoldRun(rows=loaded.rows_of(held), outcomes=loaded.outcomes_of(held), held=held, first_load=True)
     every_row = truncation is not None  # a truncate deletes every stored row: the fold sees them all
     lookup = stored if every_row else _stored_for_keys(stored, changes, schema, table)
-    stored_rows = touched_rows(lookup, changes, schema, table, every_row=every_row, one_task=one_task)
+    values = values or every_row
+    stored_rows = touched_rows(lookup, changes, schema, table, every_row=every_row, one_task=one_task, values=values)
     result = fold_table(
         conform_events(changes, schema), stored_rows, schema, table,
         truncation=truncation, remembered=remembered, one_task=one_task,
     )  # fmt: skip
     rows = checkpointed(result.rows)
-    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False)
+    return _FoldRun(rows=rows, outcomes=result.outcomes_for(rows), held=rows, first_load=False, values_read=values)
 
 
 def fold_table(
@@ -418,13 +447,58 @@ def _carried_types(table: TableConfig) -> dict[str, str]:
 _NOT_FIRST_LOAD = "fold:not-first-load"
 """Label of an event `collapse.first_load` cannot fold (a delete, or a column absent)."""
 
+_STORED_VALUE_KEPT = "fold:stored-value-kept"
+"""Label of a folded row that keeps a stored value the fold was read without."""
+
+
+class _ValueReads:
+    """Which tables' stored rows the fold reads without their values.
+
+    A fold needs a stored row's values only where the row keeps one: a column no event of the
+    batch writes newer (a patch, a late event, an image without the column). Where every touched
+    key gets a full image newer than its row, as MySQL's full row images give, the key, the
+    `_cdc_*` orders and the location are all it needs, and that read of a large table costs 0.75x
+    of reading every column, less the wider the table (docs/performance-journal.md, round 44). A batch where a row
+    does keep one is folded again with the values, so a table whose batches often need them would
+    read twice: after such a batch the table's next `AFTER_A_KEPT_VALUE` batches read its values
+    at once. Per process: a restart starts every table without values again.
+    """
+
+    AFTER_A_KEPT_VALUE = 10
+
+    def __init__(self) -> None:
+        self._whole: dict[str, int] = {}
+        self._lock = threading.Lock()  # tables are folded in concurrent threads (`job.table_concurrency`)
+
+    def apart(self, table: TableConfig) -> bool:
+        """Whether this batch of `table` reads its stored rows without their values."""
+        with self._lock:
+            left = self._whole.get(table.base_path, 0)
+            if left:
+                self._whole[table.base_path] = left - 1
+            return left == 0
+
+    def note(self, table: TableConfig, *, needed: bool) -> None:
+        """Record whether a batch read without values had a row that needed one."""
+        if needed:
+            with self._lock:
+                self._whole[table.base_path] = self.AFTER_A_KEPT_VALUE
+
+
+VALUE_READS = _ValueReads()
+
 
 def _outcome_labels(run: _FoldRun, changes: DataFrame, schema: StructType, table: TableConfig) -> DataFrame:
     """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts
-    them); after a first-load fold, also one per event it cannot have folded right (`_NOT_FIRST_LOAD`)."""
+    them); after a first-load fold, also one per event it cannot have folded right (`_NOT_FIRST_LOAD`);
+    after a fold without stored values, one per row that needed one (`_STORED_VALUE_KEPT`)."""
     # each folded row labels its write and its key's state: one scan of the fold for both
     writes = run.rows.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
     labels = run.outcomes.select(F.col("outcome").alias("label")).unionByName(writes.filter(F.col("label").isNotNull()))
+    if not run.values_read:
+        # as the first load's check below: counted in the counting job itself
+        kept = run.rows.filter(keeps_a_stored_value(schema.fieldNames(), value_columns(schema, table)))
+        labels = labels.unionByName(kept.select(F.lit(_STORED_VALUE_KEPT).alias("label")))
     if not run.first_load:
         return labels
     # checked in the counting job itself: a separate check would cost a Spark job of its own

@@ -24,9 +24,9 @@ from hudi_cdc.events import (
     TS_MS,
     ts_order,
 )
-from hudi_cdc.fold.collapse import Truncation, fold
+from hudi_cdc.fold.collapse import FoldResult, Truncation, fold, keeps_a_stored_value
 from hudi_cdc.fold.merge import rows_to_write
-from hudi_cdc.fold.stored_state import stored_columns
+from hudi_cdc.fold.stored_state import stored_columns, touched_rows, value_columns
 from tests.support.reference_model import Event, ReferenceTable
 
 SCHEMA = StructType(
@@ -109,23 +109,49 @@ class FakeStore:
         )
 
 
-def run_batches(spark: SparkSession, table: TableConfig, batches: list[list[tuple[Event, int]]]) -> dict[Any, Any]:
-    """The Spark fold over `batches`, one upsert each, as the pipeline runs it: the stored rows by key."""
+def run_batches(
+    spark: SparkSession, table: TableConfig, batches: list[list[tuple[Event, int]]], *,
+    values: bool = True, kept: list[int] | None = None,
+) -> dict[Any, Any]:  # fmt: skip
+    """The Spark fold over `batches`, one upsert each, as the pipeline runs it: the stored rows by key.
+
+    `values=False`: each batch without a truncate is folded first from stored rows read without
+    their values (`touched_rows(..., values=False)`), and again with them where a folded row keeps
+    one, as `job.table_batch` does; `kept` receives each such batch's count of those rows.
+    """
     store = FakeStore(spark, table)
     remembered: Truncation | None = None  # what the pipeline keeps in commit metadata
     for batch in batches:
         events = _events_df(spark, batch)
         truncates = [e for e, _ in batch if e.op == "t"]
         truncation = Truncation(max(e.order for e in truncates), None, None) if truncates else None
-        result = fold(
-            events=events.filter(F.col(OP) != "t"),
-            stored=store.rows,
-            schema=SCHEMA,
-            key=["id"],
-            soft_deletes=table.deletes == "soft",
-            truncation=truncation,
-            remembered=remembered,
-        )
+        changes = events.filter(F.col(OP) != "t")
+
+        def folded(
+            with_values: bool, changes: DataFrame = changes, truncation: Truncation | None = truncation,
+            remembered: Truncation | None = remembered,
+        ) -> FoldResult:  # fmt: skip
+            stored = store.rows
+            if not with_values:
+                stored = touched_rows(stored, changes, SCHEMA, table, every_row=False, values=False)
+            return fold(
+                events=changes,
+                stored=stored,
+                schema=SCHEMA,
+                key=["id"],
+                soft_deletes=table.deletes == "soft",
+                truncation=truncation,
+                remembered=remembered,
+            )
+
+        apart = not values and truncation is None
+        result = folded(not apart)
+        if apart:
+            count = result.rows.filter(keeps_a_stored_value(COLUMNS, value_columns(SCHEMA, table))).count()
+            if kept is not None:
+                kept.append(count)
+            if count:
+                result = folded(True)
         store.apply(rows_to_write(result.rows, SCHEMA, table))
         if truncation is not None and (remembered is None or truncation.order > remembered.order):
             remembered = truncation

@@ -80,11 +80,8 @@ events_strategy = st.lists(
 )
 
 
-# About 3.5 s an example on 2 cores (two tables, up to four batches each): 12 examples keep
-# the property under a minute in `make test`; the deep profile runs more.
-@settings(max_examples=max(settings.default.max_examples, 12))
-@given(raw=events_strategy, seed=st.integers(0, 10_000))
-def test_any_batching_and_arrival_order_matches_reference(spark: SparkSession, raw: list[Any], seed: int) -> None:
+def _events_and_batches(raw: list[Any], seed: int) -> tuple[list[Any], list[list[Any]]]:
+    """The drawn events in source order, and the same shuffled and cut into batches."""
     events = []
     for offset, (key, op, ts, has_name, has_age, name) in enumerate(raw):
         image: dict[str, Any] = {}
@@ -101,9 +98,46 @@ def test_any_batching_and_arrival_order_matches_reference(spark: SparkSession, r
     shuffled = events[:]
     rng.shuffle(shuffled)
     cuts = sorted(rng.sample(range(1, len(shuffled)), k=min(len(shuffled) - 1, rng.randint(0, 3))))
-    batches = [shuffled[i:j] for i, j in zip([0, *cuts], [*cuts, len(shuffled)], strict=True)]
+    return events, [shuffled[i:j] for i, j in zip([0, *cuts], [*cuts, len(shuffled)], strict=True)]
+
+
+# About 3.5 s an example on 2 cores (two tables, up to four batches each): 12 examples keep
+# the property under a minute in `make test`; the deep profile runs more.
+@settings(max_examples=max(settings.default.max_examples, 12))
+@given(raw=events_strategy, seed=st.integers(0, 10_000))
+def test_any_batching_and_arrival_order_matches_reference(spark: SparkSession, raw: list[Any], seed: int) -> None:
+    events, batches = _events_and_batches(raw, seed)
     table = fold_table("soft")
     expected = reference(table, [events])
     assert run_batches(spark, table, batches) == expected
     hard = fold_table("hard")
     assert run_batches(spark, hard, batches) == reference(hard, batches)
+
+
+def test_a_fold_read_without_stored_values_folds_again_only_where_a_row_keeps_one(spark: SparkSession) -> None:
+    table = fold_table("hard")
+    first = [ev(1, "c", 1, 0, name="a", age=10), ev(2, "c", 2, 1, name="b", age=20), ev(3, "c", 3, 2, name="c", age=30)]
+    # full images newer than the stored rows, and a delete: no stored value is kept
+    full = [ev(1, "u", 5, 3, name="a2", age=11), ev(3, "d", 6, 4)]
+    kept: list[int] = []
+    assert run_batches(spark, table, [first, full], values=False, kept=kept) == reference(table, [first, full])
+    assert kept == [0, 0]
+    # a patch keeps the stored age, and a late image keeps every stored value it is older than
+    patch = [ev(2, "u", 7, 5, name="b2"), ev(1, "u", 4, 6, name="late", age=0)]
+    kept = []
+    rows = run_batches(spark, table, [first, full, patch], values=False, kept=kept)
+    assert kept == [0, 0, 1]  # key 1's late image changes nothing: its row is not written
+    assert rows == reference(table, [first, full, patch])
+    assert rows[(2,)]["age"] == 20
+
+
+# Each example folds every batch up to twice, about 5 s: 8 keep it under a minute.
+@settings(max_examples=max(settings.default.max_examples, 8))
+@given(raw=events_strategy, seed=st.integers(0, 10_000))
+def test_a_fold_read_without_stored_values_matches_reference_under_any_batching(
+    spark: SparkSession, raw: list[Any], seed: int
+) -> None:
+    _, batches = _events_and_batches(raw, seed)
+    for deletes in ("soft", "hard"):
+        table = fold_table(deletes)
+        assert run_batches(spark, table, batches, values=False) == reference(table, batches)

@@ -7,80 +7,20 @@ counted. A spy on the real `fold_together` shows which tables were folded as one
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from devkit.debezium import Column, DebeziumTable, KafkaRecord
-from hudi_cdc.commit.metrics import BatchMetrics
 from hudi_cdc.commit.offsets import KafkaRange
-from hudi_cdc.config.models import Config, TableConfig, parse_config
+from hudi_cdc.config.models import TableConfig
 from hudi_cdc.fold.tally import TableRecords
 from hudi_cdc.job import pipeline, table_group
-from hudi_cdc.job.catalog import TableCatalog
-from hudi_cdc.job.parking import ParkingLot
-from hudi_cdc.job.pipeline import BatchContext, run_batch
 from hudi_cdc.job.sizing import ROWS_PER_TASK
 from hudi_cdc.job.table_batch import Prepared
-from tests.support.decode_rows import KAFKA_COLUMNS, T0
+from tests.support.lake import Lake, counts, mixed_batches, source
 from tests.support.storage_faults import refusing_writes
-
-COLUMNS = [Column("id", "int64", optional=False), Column("name", "string"), Column("qty", "int32")]
-WIDER = [*COLUMNS, Column("note", "string")]
-_TIMINGS = {"commit_seconds", "commit_time", "committed_at", "write"}
-
-
-def _source(table: str, columns: list[Column] = COLUMNS) -> DebeziumTable:
-    return DebeziumTable(server="shop", database="inv", table=table, columns=columns, key=["id"])
-
-
-class Lake:
-    """One job of the template `shop.inv.<table>` over its own folder, fed batch by batch."""
-
-    def __init__(self, spark: SparkSession, root: Path, *, together: bool, settings: dict[str, Any]) -> None:
-        self.spark, self.root = spark, root
-        self.config: Config = parse_config(
-            {
-                "job": {"name": "grouped", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl"),
-                        "fold_together": together, "table_concurrency": 2},
-                "kafka": {"bootstrap_servers": "localhost:1"},
-                "templates": [{"pattern": r"shop\.inv\.(?<table>[a-z]+)", "base_path": str(root / "lake" / "{name}"),
-                               "settings": settings}],
-            },
-            source="test",
-        )  # fmt: skip
-        self.catalog = TableCatalog(spark, self.config)
-        self.parking = ParkingLot(spark, str(root / "cp"))
-        self.offsets: dict[str, int] = {}
-        self.batches: list[BatchMetrics] = []
-
-    def run(self, records: dict[str, list[KafkaRecord]]) -> BatchMetrics:
-        frames = [self._rows(topic, batch) for topic, batch in records.items()]
-        raw = frames[0]
-        for frame in frames[1:]:
-            raw = raw.unionByName(frame)
-        ctx = BatchContext(config=self.catalog.config, batch_id=len(self.batches), catalog=self.catalog, parking=self.parking)
-        metrics = run_batch(raw, ctx)
-        self.batches.append(metrics)
-        return metrics
-
-    def _rows(self, topic: str, records: list[KafkaRecord]) -> DataFrame:
-        first = self.offsets.get(topic, 0)
-        self.offsets[topic] = first + len(records)
-        rows = [(k, v, topic, 0, first + i, T0 + dt.timedelta(seconds=first + i)) for i, (k, v) in enumerate(records)]
-        return self.spark.createDataFrame(rows, KAFKA_COLUMNS)
-
-    def rows(self, table: str) -> list[tuple[Any, ...]]:
-        frame = self.spark.read.format("hudi").load(str(self.root / "lake" / table))
-        return sorted(tuple(r) for r in frame.select("id", "name", "qty", "_cdc_op").collect())
-
-
-def _counts(metrics: BatchMetrics) -> dict[str, dict[str, Any]]:
-    return {t.table: {k: v for k, v in asdict(t).items() if k not in _TIMINGS} for t in metrics.tables}
 
 
 @pytest.fixture
@@ -97,37 +37,6 @@ def grouped(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return seen
 
 
-def _batches() -> list[dict[str, list[KafkaRecord]]]:
-    """Four batches over tables a, b and c (c with a column more, so it folds alone) of every kind
-    of event: creates, full and partial updates, a delete, a late event, a duplicate, a new key."""
-    a, b, c = _source("a"), _source("b"), _source("c", WIDER)
-    first = {
-        s.topic: [s.change("c", after={"id": i, "name": f"{s.table}{i}", "qty": i, "note": "n"}, pos=100 + i) for i in (1, 2, 3)]
-        for s in (a, b, c)
-    }
-    second = {
-        a.topic: [
-            a.change("u", after={"id": 1, "qty": 10}, pos=200, partial=True),
-            a.change("u", after={"id": 1, "name": "a1x", "qty": 11}, pos=201),
-            a.change("d", before={"id": 2, "name": "a2", "qty": 2}, pos=202),
-            a.change("c", after={"id": 9, "name": "a9", "qty": 9}, pos=203),
-            (None, b"{not json"),  # undecodable: dead-lettered, the rest of the batch applied
-        ],
-        b.topic: [
-            b.change("u", after={"id": 3, "name": "late", "qty": 0}, pos=50),  # older than its stored row
-            b.change("u", after={"id": 1, "name": "b1x", "qty": 5}, pos=210),
-            b.change("u", after={"id": 1, "name": "b1x", "qty": 5}, pos=210),  # the same event twice
-        ],
-        c.topic: [c.change("u", after={"id": 1, "name": "c1x", "qty": 1, "note": "m"}, pos=220)],
-    }
-    third = {
-        a.topic: [a.change("c", after={"id": 2, "name": "a2again", "qty": 22}, pos=300)],
-        b.topic: [b.change("d", before={"id": 1}, pos=310), b.change("u", after={"id": 3, "qty": 33}, pos=311, partial=True)],
-    }
-    fourth = {b.topic: [b.change("u", after={"id": 3, "name": "b3", "qty": 34}, pos=400)]}  # one table: alone
-    return [first, second, third, fourth]
-
-
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_tables_folded_as_one_hold_and_count_what_each_folded_alone_does(
     spark: SparkSession, tmp_path: Path, grouped: list[list[str]], table_type: str
@@ -135,12 +44,12 @@ def test_tables_folded_as_one_hold_and_count_what_each_folded_alone_does(
     settings = {"type": table_type}
     together = Lake(spark, tmp_path / "together", together=True, settings=settings)
     alone = Lake(spark, tmp_path / "alone", together=False, settings=settings)
-    for batch in _batches():
+    for batch in mixed_batches():
         before = len(grouped)
         alone.run(batch)
         assert len(grouped) == before, "a job without fold_together folded tables as one"
         together.run(batch)
-        assert _counts(together.batches[-1]) == _counts(alone.batches[-1])
+        assert counts(together.batches[-1]) == counts(alone.batches[-1])
 
     # the first batch is each table's first load (its own fold), the last has one table
     assert [sorted(g) for g in grouped] == [["a", "b"], ["a", "b"]]
@@ -155,7 +64,7 @@ def test_tables_folded_as_one_hold_and_count_what_each_folded_alone_does(
 def test_a_truncate_among_tables_folded_as_one_is_folded_on_its_own(
     spark: SparkSession, tmp_path: Path, grouped: list[list[str]]
 ) -> None:
-    a, b = _source("a"), _source("b")
+    a, b = source("a"), source("b")
     first = {s.topic: [s.change("c", after={"id": i, "name": "x", "qty": i}, pos=100 + i) for i in (1, 2)] for s in (a, b)}
     second = {
         a.topic: [a.change("t", pos=200, with_key=False), a.change("c", after={"id": 5, "name": "y", "qty": 5}, pos=201)],
@@ -166,7 +75,7 @@ def test_a_truncate_among_tables_folded_as_one_is_folded_on_its_own(
     for batch in (first, second):
         alone.run(batch)
         together.run(batch)
-        assert _counts(together.batches[-1]) == _counts(alone.batches[-1])
+        assert counts(together.batches[-1]) == counts(alone.batches[-1])
     assert [sorted(g) for g in grouped] == [["a", "b"]]
     assert together.rows("a") == alone.rows("a") == [(5, "y", 5, "c")]
     assert together.rows("b") == alone.rows("b") == [(1, "z", 7, "u"), (2, "x", 2, "c")]
@@ -175,7 +84,7 @@ def test_a_truncate_among_tables_folded_as_one_is_folded_on_its_own(
 def test_a_table_whose_commit_fails_after_the_shared_fold_is_parked_alone(
     spark: SparkSession, tmp_path: Path, grouped: list[list[str]]
 ) -> None:
-    a, b, c = _source("a"), _source("b"), _source("c")
+    a, b, c = source("a"), source("b"), source("c")
     lake = Lake(spark, tmp_path, together=True, settings={"hoodie_options": {"hoodie.write.markers.type": "DIRECT"}})
     lake.run({s.topic: [s.change("c", after={"id": 1, "name": "x", "qty": 1}, pos=100)] for s in (a, b, c)})
     update = {s.topic: [s.change("u", after={"id": 1, "name": "y", "qty": 2}, pos=200)] for s in (a, b, c)}
@@ -237,7 +146,7 @@ def test_candidates_are_cut_into_a_part_of_two_or_more_per_table_thread() -> Non
 def test_each_table_thread_folds_its_own_part_of_the_batch(
     spark: SparkSession, tmp_path: Path, grouped: list[list[str]]
 ) -> None:
-    sources = [_source(n) for n in "abcd"]
+    sources = [source(n) for n in "abcd"]
     together = Lake(spark, tmp_path / "together", together=True, settings={"type": "MERGE_ON_READ"})
     alone = Lake(spark, tmp_path / "alone", together=False, settings={"type": "MERGE_ON_READ"})
     first = {s.topic: [s.change("c", after={"id": 1, "name": "x", "qty": 1}, pos=100)] for s in sources}
@@ -248,7 +157,7 @@ def test_each_table_thread_folds_its_own_part_of_the_batch(
     for batch in (first, second):
         alone.run(batch)
         together.run(batch)
-        assert _counts(together.batches[-1]) == _counts(alone.batches[-1])
+        assert counts(together.batches[-1]) == counts(alone.batches[-1])
     assert sorted(sorted(g) for g in grouped) == [["a", "b"], ["c", "d"]], "two table threads, two parts"
     for i, table in enumerate("abcd"):
         assert together.rows(table) == alone.rows(table) == [(1, "x", 2 + i, "u"), (2, None, None, "c")], table
