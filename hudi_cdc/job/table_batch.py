@@ -274,7 +274,8 @@ def _fold_and_count(
                 kept,
             )
         if truncation is not None or partial or kept:
-            # rare: fold again, the general way, every stored row deleted up to the truncate
+            # rare: fold again, the general way, with every stored value and, after a truncate,
+            # every stored row deleted up to it
             release(run.held)
             run = _fold(changes, truncation, stored, schema, remembered, table, first_load_=False, one_task=one_task)
             labelled = _count_labels(_outcome_labels(run, changes, schema, table), one_task=one_task)
@@ -458,10 +459,10 @@ class _ValueReads:
     batch writes newer (a patch, a late event, an image without the column). Where every touched
     key gets a full image newer than its row, as MySQL's full row images give, the key, the
     `_cdc_*` orders and the location are all it needs, and that read of a large table costs 0.75x
-    of reading every column, less the wider the table (docs/performance-journal.md, round 44). A batch where a row
-    does keep one is folded again with the values, so a table whose batches often need them would
-    read twice: after such a batch the table's next `AFTER_A_KEPT_VALUE` batches read its values
-    at once. Per process: a restart starts every table without values again.
+    of reading every column, less the wider the table (docs/performance-journal.md, round 44).
+    A batch where a row does keep one is folded again with the values, so a table whose batches
+    often need them would read twice: after such a batch the table's next `AFTER_A_KEPT_VALUE`
+    batches read its values at once. Per process: a restart starts every table without values.
     """
 
     AFTER_A_KEPT_VALUE = 10
