@@ -9,13 +9,17 @@ rows each, so that its file slices carry log blocks as steady updates leave them
 draws 2% of the keys anew (about 20k of 1M) and writes the stored rows of those keys to Spark's
 `noop` sink, one way after another, after two warm-up rounds each:
 
-- `every-column`: the read the fold makes today (`stored_state.touched_rows` of a table that
-  writes prepped: every column, and the location columns `prepped.LOCATION_COLUMNS`);
-- `every-meta-column`: the same with all five of Hudi's meta columns in the location, as the
-  read was before round 44 (docs/performance-journal.md);
-- `without-values`: the read of a fold whose events are full images newer than the stored rows
-  (`touched_rows(..., values=False)`: the key, the `_cdc_*` state and the location);
+- `every-column`: the read the fold makes of a table that reads its values
+  (`stored_state.touched_rows` of a table that writes prepped: every column, and the location
+  columns `prepped.LOCATION_COLUMNS`);
+- `values-and-last-event-apart`: the read of a fold whose events are full images newer than the
+  stored rows as round 44 made it: the key, every `_cdc_*` column and the location;
+- `without-values`: the same read since round 45 (`touched_rows(..., values=False)`): the key,
+  the orders (`_cdc_order`, `_cdc_column_orders`) and the location, without the stored row's last
+  event (`stored_state.LAST_EVENT_COLUMNS`);
 - `keys`: the key alone, what Hudi's simple index reads to tag a batch.
+
+`_cdc_ingested_at` is left out of every way: no fold reads it (Spark prunes it from the scan).
 
 Prints the CPU seconds (this process and its JVM) of each way per round, and their medians. The
 table is kept (`--table`) and reused by the next run with the same `--rows`.
@@ -40,14 +44,15 @@ from devkit.bench.measure import tree_cpu_seconds
 from devkit.bench.rounds import WARM_UP, alternately, arguments
 from devkit.bench.workloads import KEY
 from hudi_cdc.config.models import TableConfig
-from hudi_cdc.fold.stored_state import data_schema, touched_rows
+from hudi_cdc.events import INGESTED_AT
+from hudi_cdc.fold.stored_state import data_schema, touched_rows, value_columns
 from hudi_cdc.hoodie_keys import DATA_SKIPPING
 from hudi_cdc.hudi import prepped
 from hudi_cdc.hudi.table import read_table
 from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.spark.session import get_or_create_session
 
-WAYS = ("every-column", "every-meta-column", "without-values", "keys")
+WAYS = ("every-column", "values-and-last-event-apart", "without-values", "keys")
 UPDATES = 3
 """Upserts of 2% of the rows each after the build: log blocks in every file slice."""
 SHARE = 50
@@ -76,18 +81,20 @@ def _keys(spark: SparkSession, rows: int, round_: int) -> DataFrame:
 
 
 def _read(spark: SparkSession, table: TableConfig, way: str, keys: DataFrame) -> DataFrame:
-    if way in ("every-column", "without-values"):
-        stored = read_table(spark, table.base_path, locations=True)
-        assert stored is not None
-        schema = data_schema(stored)
-        assert schema is not None
-        return touched_rows(stored, keys, schema, table, every_row=False, values=way == "every-column")
-    stored = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(table.base_path)
-    if way == "every-meta-column":
-        data = [c for c in stored.columns if not c.startswith("_hoodie_")]
-        location = F.struct(*[F.col(c) for c in prepped.META_COLUMNS]).alias(prepped.LOCATION)
-        return stored.select(*data, location).join(keys, KEY, "left_semi")
-    return stored.select(KEY).join(keys, KEY, "left_semi")
+    if way == "keys":
+        stored = spark.read.format("hudi").option(DATA_SKIPPING, "false").load(table.base_path)
+        return stored.select(KEY).join(keys, KEY, "left_semi")
+    stored = read_table(spark, table.base_path, locations=True)
+    assert stored is not None
+    schema = data_schema(stored)
+    assert schema is not None
+    if way == "values-and-last-event-apart":
+        values = set(value_columns(schema, table))
+        kept = [c for c in stored.columns if c not in values and c != INGESTED_AT]
+        located = stored.select(*kept, prepped.location(stored).alias(prepped.LOCATION))
+        return located.drop(*prepped.LOCATION_COLUMNS).join(keys, KEY, "left_semi")
+    rows = touched_rows(stored, keys, schema, table, every_row=False, values=way == "every-column")
+    return rows.drop(INGESTED_AT)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -334,16 +334,20 @@ def fold(
 
 
 def keeps_a_stored_value(columns: list[str], values: Collection[str]) -> Column:
-    """True for a folded row (`FoldResult.rows`) that is written with the stored value of one of
-    `values`: a live column whose newest write is the stored row's own (no event of the batch
-    wrote it at a newer order).
+    """True for a folded row (`FoldResult.rows`) that is written with something of its stored row
+    beyond the orders: the stored value of one of `values` (a live column whose newest write is the
+    stored row's own: no event of the batch wrote it at a newer order), or the stored row's last
+    event (`_cdc_op`, `_cdc_ts_ms`, `_cdc_source`: no event of the batch is newer than the row).
 
-    A fold of stored rows read without those columns' values (`stored_state.touched_rows`) is right
-    for every row where this is false; a row where it is true needs the fold again with them. A
-    replayed event at a column's stored order counts as keeping it (it would write the same value).
+    A fold of stored rows read without those (`stored_state.touched_rows(..., values=False)`) is
+    right for every row where this is false; a row where it is true needs the fold again with them.
+    A replayed event at a column's or the row's stored order counts as keeping it (it would write
+    the same value).
     """
     final, stored = F.col(_FINAL_ORDERS), F.col(_STORED_ORDERS)
-    kept = F.lit(False)
+    # the row's order is its newest event's unless a truncate is newer (the fold then writes the
+    # truncate's op, ts_ms and source): at or below the stored order, the last event is the row's
+    kept = F.col(ORDER) <= F.col(_STORED_R)
     for index, column in enumerate(columns):
         if column in values:
             kept = kept | ((final[column] == stored[index]) & (final[column] > F.col(_FINAL_DEL)))

@@ -58,6 +58,12 @@ def stored_columns(schema: StructType, table: TableConfig) -> list[str]:
     return [f.name for f in schema.fields] + CDC_COLUMNS + extra
 
 
+LAST_EVENT_COLUMNS = (OP, TS_MS, SOURCE, INGESTED_AT)
+"""What a stored row says of the event that last wrote it: a fold whose events are newer than the
+row takes them from its newest event (and the merge sets `_cdc_ingested_at` anew in every row it
+writes), so `touched_rows(..., values=False)` skips them as it skips the values."""
+
+
 def value_columns(schema: StructType, table: TableConfig) -> list[str]:
     """The data columns a fold may fold without their stored values: all but the key and the
     partition columns (a key's and its partition's values are the stored row's either way)."""
@@ -122,11 +128,11 @@ def touched_rows(
     prepped (`prepped.applies`), each row's location in the table (`prepped.LOCATION`, its fields
     NULL where the read dropped Hudi's meta columns); an absent table gives no rows. `one_task`:
     the stored rows are read and matched with the keys in one task, with no shuffle (as the fold's).
-    `values=False`: the `value_columns` are NULL, never read (`collapse.keeps_a_stored_value` finds
-    the folded rows that needed them).
+    `values=False`: the `value_columns` and `LAST_EVENT_COLUMNS` are NULL, never read
+    (`collapse.keeps_a_stored_value` finds the folded rows that needed them).
     """
     wanted = stored_columns(schema, table)
-    unread = set() if values else set(value_columns(schema, table))
+    unread = set() if values else {*value_columns(schema, table), *LAST_EVENT_COLUMNS}
     located = prepped.applies(table)
     if stored is None:
         nothing = [F.lit(None).cast(_column_type(c, schema)).alias(c) for c in wanted]

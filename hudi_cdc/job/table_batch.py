@@ -493,13 +493,14 @@ def _outcome_labels(run: _FoldRun, changes: DataFrame, schema: StructType, table
     """A `label` row per event outcome, per folded row's write kind and per new key (`tally` counts
     them); after a first-load fold, also one per event it cannot have folded right (`_NOT_FIRST_LOAD`);
     after a fold without stored values, one per row that needed one (`_STORED_VALUE_KEPT`)."""
-    # each folded row labels its write and its key's state: one scan of the fold for both
-    writes = run.rows.select(F.explode(F.array(write_kind(table), key_state(table))).alias("label"))
-    labels = run.outcomes.select(F.col("outcome").alias("label")).unionByName(writes.filter(F.col("label").isNotNull()))
+    # each folded row labels its write, its key's state and, read without values, whether it kept
+    # one (as the first load's check below: counted in the counting job itself): one scan for all
+    per_row = [write_kind(table), key_state(table)]
     if not run.values_read:
-        # as the first load's check below: counted in the counting job itself
-        kept = run.rows.filter(keeps_a_stored_value(schema.fieldNames(), value_columns(schema, table)))
-        labels = labels.unionByName(kept.select(F.lit(_STORED_VALUE_KEPT).alias("label")))
+        kept = keeps_a_stored_value(schema.fieldNames(), value_columns(schema, table))
+        per_row.append(F.when(kept, F.lit(_STORED_VALUE_KEPT)))
+    writes = run.rows.select(F.explode(F.array(*per_row)).alias("label"))
+    labels = run.outcomes.select(F.col("outcome").alias("label")).unionByName(writes.filter(F.col("label").isNotNull()))
     if not run.first_load:
         return labels
     # checked in the counting job itself: a separate check would cost a Spark job of its own

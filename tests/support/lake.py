@@ -68,6 +68,12 @@ class Lake:
         frame = self.spark.read.format("hudi").load(str(self.root / "lake" / table))
         return sorted(tuple(r) for r in frame.select("id", "name", "qty", "_cdc_op").collect())
 
+    def state(self, table: str) -> list[tuple[Any, ...]]:
+        """Every stored column of `table` by key but `_cdc_ingested_at` (each write's own moment)."""
+        frame = self.spark.read.format("hudi").load(str(self.root / "lake" / table))
+        kept = [c for c in frame.columns if not c.startswith("_hoodie_") and c != "_cdc_ingested_at"]
+        return sorted(tuple(r) for r in frame.select(*kept).collect())
+
 
 def counts(metrics: BatchMetrics) -> dict[str, dict[str, Any]]:
     return {t.table: {k: v for k, v in asdict(t).items() if k not in TIMINGS} for t in metrics.tables}

@@ -131,6 +131,21 @@ def test_a_fold_read_without_stored_values_folds_again_only_where_a_row_keeps_on
     assert rows[(2,)]["age"] == 20
 
 
+def test_a_fold_read_without_stored_values_folds_again_where_the_row_keeps_its_last_event(
+    spark: SparkSession,
+) -> None:
+    table = fold_table("hard")
+    first = [ev(1, "c", 1, 0, name="a", age=10)]
+    touch = [ev(1, "u", 5, 1)]  # writes the key alone: the row's order moves on, its values' do not
+    # older than the row, newer than its values: both change, the row's last event stays touch's
+    late = [ev(1, "u", 3, 2, name="late", age=0)]
+    kept: list[int] = []
+    rows = run_batches(spark, table, [first, touch, late], values=False, kept=kept)
+    assert rows == reference(table, [first, touch, late])
+    assert rows[(1,)]["_cdc_op"] == "u" and rows[(1,)]["name"] == "late"
+    assert kept == [0, 1, 1]  # touch keeps the stored values; late keeps none, but the last event
+
+
 # Each example folds every batch up to twice, about 5 s: 8 keep it under a minute.
 @settings(max_examples=max(settings.default.max_examples, 8))
 @given(raw=events_strategy, seed=st.integers(0, 10_000))

@@ -51,7 +51,7 @@ def test_a_fold_without_stored_values_holds_and_counts_what_the_fold_with_them_d
         by_batch.append(set(noted[before:]))  # tables run concurrently: in any order
         assert counts(apart.batches[-1]) == counts(whole.batches[-1]), f"batch {number}"
         for table in batch_tables(batch):  # after every batch: a later full image would hide a wrong row
-            assert apart.rows(table) == whole.rows(table), f"batch {number}, table {table}"
+            assert apart.state(table) == whole.state(table), f"batch {number}, table {table}"
     assert by_batch == [
         set(),  # every table's first load: nothing stored to read
         # a's partial update is followed by a full image; b's late image changes nothing; c's is full
