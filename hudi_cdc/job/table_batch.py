@@ -269,7 +269,7 @@ def _fold_and_count(
             VALUE_READS.note(table, needed=kept > 0)
         if kept:
             log.info(
-                "table %s: %d row(s) keep a stored value the fold read without; folded again with the values",
+                "table %s: %d row(s) keep a stored value or last event the fold read without; folded again with them",
                 table.name,
                 kept,
             )
@@ -449,7 +449,8 @@ _NOT_FIRST_LOAD = "fold:not-first-load"
 """Label of an event `collapse.first_load` cannot fold (a delete, or a column absent)."""
 
 _STORED_VALUE_KEPT = "fold:stored-value-kept"
-"""Label of a folded row that keeps a stored value the fold was read without."""
+"""Label of a folded row that keeps a stored value or last event the fold was read without
+(`collapse.keeps_a_stored_value`)."""
 
 
 class _ValueReads:
@@ -458,8 +459,8 @@ class _ValueReads:
     A fold needs a stored row's values only where the row keeps one: a column no event of the
     batch writes newer (a patch, a late event, an image without the column). Where every touched
     key gets a full image newer than its row, as MySQL's full row images give, the key, the
-    `_cdc_*` orders and the location are all it needs, and that read of a large table costs 0.75x
-    of reading every column, less the wider the table (docs/performance-journal.md, round 44).
+    `_cdc_*` orders and the location are all it needs, and that read of a large table costs 0.64x
+    of reading every column, less the wider the table (docs/performance-journal.md, round 45).
     A batch where a row does keep one is folded again with the values, so a table whose batches
     often need them would read twice: after such a batch the table's next `AFTER_A_KEPT_VALUE`
     batches read its values at once. Per process: a restart starts every table without values.

@@ -65,14 +65,16 @@ class Lake:
         return self.spark.createDataFrame(rows, KAFKA_COLUMNS)
 
     def rows(self, table: str) -> list[tuple[Any, ...]]:
-        frame = self.spark.read.format("hudi").load(str(self.root / "lake" / table))
-        return sorted(tuple(r) for r in frame.select("id", "name", "qty", "_cdc_op").collect())
+        return sorted(tuple(r) for r in self._read(table).select("id", "name", "qty", "_cdc_op").collect())
 
     def state(self, table: str) -> list[tuple[Any, ...]]:
         """Every stored column of `table` by key but `_cdc_ingested_at` (each write's own moment)."""
-        frame = self.spark.read.format("hudi").load(str(self.root / "lake" / table))
+        frame = self._read(table)
         kept = [c for c in frame.columns if not c.startswith("_hoodie_") and c != "_cdc_ingested_at"]
         return sorted(tuple(r) for r in frame.select(*kept).collect())
+
+    def _read(self, table: str) -> DataFrame:
+        return self.spark.read.format("hudi").load(str(self.root / "lake" / table))
 
 
 def counts(metrics: BatchMetrics) -> dict[str, dict[str, Any]]:
