@@ -95,9 +95,14 @@ def source_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
     )
 
 
+_ORDER_FORMAT = "b%010d%020d0%010d%05d%020d"
+"""hudi_cdc's `_cdc_order` of a snapshot read (`events.binlog_order`): file 1, pos key + 1, row 0,
+partition 0, offset key."""
+
+
 def _order(key: Column) -> Column:
-    """hudi_cdc's `_cdc_order` of a snapshot read (`events.binlog_order`, file 1, row 0, partition 0)."""
-    return F.format_string("b%010d%020d0%010d%05d%020d", F.lit(1), key + 1, F.lit(0), F.lit(0), key)
+    """The `_cdc_order` of key `key`'s snapshot read (`_ORDER_FORMAT`)."""
+    return F.format_string(_ORDER_FORMAT, F.lit(1), key + 1, F.lit(0), F.lit(0), key)
 
 
 def hudi_cdc_rows(source: DataFrame) -> DataFrame:
@@ -155,6 +160,7 @@ def first_commit_metadata(spec: JobSpec, rows: int) -> dict[str, str]:
         progress=Progress().after(counts, marks),
         index=index_layout(table),
         source_types={},
+        newest_order=_ORDER_FORMAT % (1, rows, 0, 0, rows - 1),  # the last key's, as `_order` writes it
     )
 
 

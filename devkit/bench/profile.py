@@ -90,7 +90,7 @@ def read(event_log_dir: Path) -> Profile:
             kind = event.get("Event")
             if kind == "SparkListenerJobStart":
                 props = event.get("Properties") or {}
-                job = SparkJob(job_id=event["Job ID"], label=_label(props), batch=props.get(BATCH_ID),
+                job = SparkJob(job_id=event["Job ID"], label=_label(props, event.get("Stage Infos") or []), batch=props.get(BATCH_ID),
                                submitted_ms=event["Submission Time"], stage_ids=list(event.get("Stage IDs", [])))  # fmt: skip
                 jobs[job.job_id] = job
                 stage_job.update({stage: job.job_id for stage in job.stage_ids})
@@ -108,15 +108,20 @@ def read(event_log_dir: Path) -> Profile:
     return Profile(jobs=sorted(jobs.values(), key=lambda j: j.job_id))
 
 
-def _label(props: dict[str, str]) -> str:
+def _label(props: dict[str, str], stages: list[dict[str, Any]]) -> str:
     """What Hudi says the job does (its job description), else where it was called from.
 
     Structured Streaming describes every job of a batch as `<name> id = .. runId = .. batch = N`,
-    which says nothing: such jobs are labelled by their call site.
+    which says nothing: such jobs are labelled by their call site. A job with neither (one started
+    by a thread that never set them) is labelled `?` and its last stage's name, which names the RDD
+    operation that ends the job.
     """
     description = props.get("spark.job.description") or ""
     if not description or "runId = " in description:
-        description = props.get("callSite.short") or "?"
+        description = props.get("callSite.short") or ""
+    if not description:
+        last = max(stages, key=lambda stage: stage.get("Stage ID", -1), default={})
+        description = f"? {last.get('Stage Name', '')}".rstrip()
     return " ".join(description.split())[:90]
 
 

@@ -20,6 +20,10 @@ TRUNCATE_KEY = CDC_PREFIX + "truncate"
 """The table's newest applied truncate ({order, ts_ms, source}), carried by every commit after it."""
 INDEX_KEY = CDC_PREFIX + "index"
 """The index that shapes the table's files (`hudi.table_options.index_layout`); Hudi keeps no record of a bucket index."""
+NEWEST_ORDER_KEY = CDC_PREFIX + "newest_order"
+"""The newest order of any event the table has taken, this commit's and every earlier one's;
+absent where not known (a table written before it was recorded). A batch whose events are all
+newer needs none of the table's stored rows (`job.table_batch`)."""
 SOURCE_TYPES_KEY = CDC_PREFIX + "source_types"
 """Column -> its narrow integer type at the source (`schema_check.SourceTypes`), carried by every commit."""
 
@@ -66,10 +70,12 @@ def commit_metadata(
     index: str,
     source_types: Mapping[str, str],
     truncate: dict[str, Any] | None = None,
+    newest_order: str | None = None,
 ) -> dict[str, str]:
     """Extra commit metadata: Hudi stores keys with the configured prefix in the commit file.
 
-    `index`: the table's `hudi.table_options.index_layout`; `source_types`: `schema_check.source_types_after`.
+    `index`: the table's `hudi.table_options.index_layout`; `source_types`: `schema_check.source_types_after`;
+    `newest_order`: NEWEST_ORDER_KEY's value (None: not known, not recorded).
     """
     metadata = {
         OFFSETS_KEY: json.dumps(kafka.last, sort_keys=True),
@@ -82,4 +88,6 @@ def commit_metadata(
     }
     if truncate is not None:
         metadata[TRUNCATE_KEY] = json.dumps(truncate, sort_keys=True)
+    if newest_order is not None:
+        metadata[NEWEST_ORDER_KEY] = newest_order
     return metadata

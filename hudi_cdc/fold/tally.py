@@ -151,6 +151,8 @@ class DecodedTally:
     """Records that decoded to a change event (truncates included)."""
     labelled: dict[str, int] = field(default_factory=dict)
     """Rows of the `labels` passed to `tally`, per label."""
+    newest_order: str | None = None
+    """The newest order among the batch's events, truncates included (None: no event has one)."""
 
 
 def tally(
@@ -195,6 +197,7 @@ def _summed(rows: Sequence[Any], watermark: int | None, decoded: DecodeResult) -
     labelled: dict[str, int] = {}
     newest_ts: dict[tuple[str, str], int | None] = {}
     newest: tuple[Any, ...] | None = None
+    newest_order: str | None = None
     for row in rows:
         if row["kind"] == "skip":
             skipped += int(row["n"])
@@ -208,6 +211,8 @@ def _summed(rows: Sequence[Any], watermark: int | None, decoded: DecodeResult) -
             newest_ts[(row["topic"], row["partition"])] = row["ts_ms"]
             behind.add(row["oldest_ts_ms"], row["ts_ms"], int(row["timed"]))
             truncates += int(row["truncates"] or 0)
+            if row["order"] is not None and (newest_order is None or row["order"] > newest_order):
+                newest_order = str(row["order"])
             if row["t"] is not None and (newest is None or _truncate_key(tuple(row["t"])) > _truncate_key(newest)):
                 newest = tuple(row["t"])
     return DecodedTally(
@@ -220,6 +225,7 @@ def _summed(rows: Sequence[Any], watermark: int | None, decoded: DecodeResult) -
         behind_watermark=behind.count(decoded),
         events=events,
         labelled=labelled,
+        newest_order=newest_order,
     )
 
 
@@ -244,6 +250,7 @@ def _labelled_rows(classified: DataFrame) -> DataFrame:
         F.col(KAFKA_TOPIC).alias("topic"),
         F.col(KAFKA_PARTITION).cast("string").alias("partition"),
         F.col(TS_MS).alias("ts_ms"),
+        F.col(ORDER).alias("order"),
         is_truncate.cast("int").alias("truncate"),
         F.when(is_truncate, F.struct(F.col(ORDER), F.col(TS_MS), F.col(SOURCE))).alias("t"),
     )
@@ -262,6 +269,7 @@ def _aggregated(counted: DataFrame, by: list[str], *, one_task: bool) -> DataFra
             F.count("ts_ms").alias("timed"),
             F.sum("truncate").alias("truncates"),
             F.max("t").alias("t"),
+            F.max("order").alias("order"),
         )
     )
 

@@ -31,12 +31,14 @@ def source(table: str, columns: list[Column] = COLUMNS) -> DebeziumTable:
 class Lake:
     """One job of the template `shop.inv.<table>` over its own folder, fed batch by batch."""
 
-    def __init__(self, spark: SparkSession, root: Path, *, together: bool, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, spark: SparkSession, root: Path, *, together: bool, settings: dict[str, Any], job: dict[str, Any] | None = None
+    ) -> None:
         self.spark, self.root = spark, root
         self.config: Config = parse_config(
             {
                 "job": {"name": "grouped", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl"),
-                        "fold_together": together, "table_concurrency": 2},
+                        "fold_together": together, "table_concurrency": 2, **(job or {})},
                 "kafka": {"bootstrap_servers": "localhost:1"},
                 "templates": [{"pattern": r"shop\.inv\.(?<table>[a-z]+)", "base_path": str(root / "lake" / "{name}"),
                                "settings": settings}],

@@ -39,8 +39,10 @@ def test_a_fold_without_stored_values_holds_and_counts_what_the_fold_with_them_d
 
     monkeypatch.setattr(reads, "note", note)
     settings = {"type": table_type}
-    apart = Lake(spark, tmp_path / "apart", together=False, settings=settings)
-    whole = Lake(spark, tmp_path / "whole", together=False, settings=settings)
+    # every batch through the fold of stored rows: none folded by rank for being newer than its table
+    job = {"newer_by_rank": False}
+    apart = Lake(spark, tmp_path / "apart", together=False, settings=settings, job=job)
+    whole = Lake(spark, tmp_path / "whole", together=False, settings=settings, job=job)
     by_batch: list[set[tuple[str, bool]]] = []
     for number, batch in enumerate(mixed_batches()):
         with monkeypatch.context() as always:
