@@ -37,6 +37,15 @@ def spied(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     return answers
 
 
+def large_mor_lake(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Lake, list[tuple[str, bool]]]:
+    """A lake of merge-on-read tables, each batch planned as a large table's, and the spied answers."""
+    monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
+    answers = spied(monkeypatch)
+    return Lake(spark, tmp_path, together=False, settings={"type": "MERGE_ON_READ"}), answers
+
+
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_batch_newer_than_its_table_folds_by_rank_to_the_rows_and_counts_of_the_stored_fold(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_type: str
@@ -72,9 +81,7 @@ def test_a_batch_newer_than_its_table_folds_by_rank_to_the_rows_and_counts_of_th
 def test_a_batch_with_one_event_older_than_its_table_reads_the_stored_rows_and_judges_it_late(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
-    answers = spied(monkeypatch)
-    lake = Lake(spark, tmp_path, together=False, settings={"type": "MERGE_ON_READ"})
+    lake, answers = large_mor_lake(spark, tmp_path, monkeypatch)
     t = source("t")
     lake.run({t.topic: [t.change("c", after={"id": i, "name": f"n{i}", "qty": i}, pos=100 + i) for i in (1, 2)]})
     lake.run({t.topic: [t.change("u", after={"id": 1, "name": "x", "qty": 7}, pos=200)]})
@@ -91,9 +98,7 @@ def test_a_batch_with_one_event_older_than_its_table_reads_the_stored_rows_and_j
 def test_every_commit_records_the_newest_order_the_table_took_and_a_table_without_it_finds_it_once(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
-    answers = spied(monkeypatch)
-    lake = Lake(spark, tmp_path, together=False, settings={"type": "MERGE_ON_READ"})
+    lake, answers = large_mor_lake(spark, tmp_path, monkeypatch)
     t = source("t")
     base = str(tmp_path / "lake" / "t")
 
