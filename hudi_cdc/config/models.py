@@ -549,11 +549,13 @@ class JobConfig(_Frozen):
     columns) as one, each still committed on its own, a part per table thread; false: every table
     folds on its own. 0.86x the CPU one table at a time (6 tables), 0.91x three at a time over 200
     tables with a p95 as fresh (docs/performance.md)."""
-    newer_by_rank: bool = True
+    newer_by_rank: bool = False
     """Fold a large unpartitioned merge-on-read table's batch whose events are all full images newer
     than anything the table holds (its newest commit records the newest order it took) by each
     key's newest event, without reading the table's stored rows; Hudi's index then finds the rows'
-    files (an upsert, not prepped). The same rows as the general fold; false: always read them."""
+    files (an upsert, not prepped). The same rows as the general fold. Off by default: it compiles
+    less code, so a run of five batches costs 0.93x the CPU, but its warm batches cost more, and
+    over 20 batches it costs 1.10x (docs/performance-journal.md, round 46)."""
     hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials
     """Hadoop settings for the job's storage (`fs.s3a.endpoint`, `fs.s3a.path.style.access`...), set on
     the session's Hadoop configuration before anything is read or written; they win over

@@ -313,8 +313,9 @@ def _rank_may_pay(table: TableConfig, one_task: bool) -> bool:
     A small table's stored rows cost little to read: only a large one's are worth the check's job.
     A copy-on-write table's read costs less than Hudi's own lookup of the keys and the upsert it
     makes unprepped: 1.49x the plain job against 1.36x with the read, where a merge-on-read table's
-    read, which merges its log files, made it 1.49x and 1.57x against 1.61x and 1.64x
-    (docs/performance-journal.md, round 46). A partitioned table's row may move: its stored
+    read, which merges its log files, made it 1.49x and 1.57x against 1.61x and 1.64x over five
+    batches (but 1.51x against 1.37x over 20: `job.newer_by_rank` is off by default;
+    docs/performance-journal.md, round 46). A partitioned table's row may move: its stored
     partition is needed.
     """
     return not one_task and table.type == "MERGE_ON_READ" and not table.partition_by

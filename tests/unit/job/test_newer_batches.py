@@ -3,9 +3,9 @@ rank without reading its stored rows (`job.table_batch._newer_than_table`): the 
 counts as the fold of stored rows, and only for the batches where that holds.
 
 The same batches run twice through `run_batch`, into two lakes, with every table's batch planned
-as a large table's (a small table, folded in one task, always reads its stored rows): once as the
-job runs them, and once with `job.newer_by_rank: false`. A spy on `_newer_than_table` shows which
-tables' batches were folded by rank.
+as a large table's (a small table, folded in one task, always reads its stored rows): once with
+`job.newer_by_rank: true`, and once as the job runs them by default, with the stored rows read.
+A spy on `_newer_than_table` shows which tables' batches were folded by rank.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from hudi_cdc.commit.offsets import NEWEST_ORDER_KEY
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.job import table_batch
 from tests.support.lake import Lake, counts, mixed_batches, source
+
+BY_RANK = {"newer_by_rank": True}
+"""The job setting that turns it on (off by default)."""
 
 
 def spied(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
@@ -43,7 +46,7 @@ def large_mor_lake(
     """A lake of merge-on-read tables, each batch planned as a large table's, and the spied answers."""
     monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
     answers = spied(monkeypatch)
-    return Lake(spark, tmp_path, together=False, settings={"type": "MERGE_ON_READ"}), answers
+    return Lake(spark, tmp_path, together=False, settings={"type": "MERGE_ON_READ"}, job=BY_RANK), answers
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -53,12 +56,13 @@ def test_a_batch_newer_than_its_table_folds_by_rank_to_the_rows_and_counts_of_th
     monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
     answers = spied(monkeypatch)
     settings = {"type": table_type}
-    ranked = Lake(spark, tmp_path / "ranked", together=False, settings=settings)
-    read = Lake(spark, tmp_path / "read", together=False, settings=settings, job={"newer_by_rank": False})
+    ranked = Lake(spark, tmp_path / "ranked", together=False, settings=settings, job=BY_RANK)
+    read = Lake(spark, tmp_path / "read", together=False, settings=settings)
     by_batch: list[set[tuple[str, bool]]] = []
     for number, batch in enumerate(mixed_batches()):
-        read.run(batch)
         before = len(answers)
+        read.run(batch)
+        assert len(answers) == before, "by default a batch is never checked for being newer than its table"
         ranked.run(batch)
         by_batch.append(set(answers[before:]))  # tables run concurrently: in any order
         assert counts(ranked.batches[-1]) == counts(read.batches[-1]), f"batch {number}"
