@@ -554,8 +554,9 @@ class JobConfig(_Frozen):
     than anything the table holds (its newest commit records the newest order it took) by each
     key's newest event, without reading the table's stored rows; Hudi's index then finds the rows'
     files (an upsert, not prepped). The same rows as the general fold. Off by default: it compiles
-    less code, so a run of five batches costs 0.93x the CPU, but its warm batches cost more, and
-    over 20 batches it costs 1.10x (docs/performance-journal.md, round 46)."""
+    less code, so over five batches its CPU against the plain job's is 0.93x the default's, but
+    its warm batches cost more, and over 20 batches that ratio is 1.10x the default's
+    (docs/performance-journal.md, round 46)."""
     hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials
     """Hadoop settings for the job's storage (`fs.s3a.endpoint`, `fs.s3a.path.style.access`...), set on
     the session's Hadoop configuration before anything is read or written; they win over

@@ -256,7 +256,7 @@ class Folded:
 
 def _fold_and_count(
     decoded: DecodeResult, stored: DataFrame | None, schema: StructType, committed: dict[str, str],
-    previous: Progress, table: TableConfig, metrics: TableMetrics, *, one_task: bool, newer_by_rank: bool = True,
+    previous: Progress, table: TableConfig, metrics: TableMetrics, *, one_task: bool, newer_by_rank: bool,
 ) -> Folded:  # fmt: skip
     """Folded first, counted after: one Spark job counts both the decoded batch and the fold's
     outcomes. The fold assumes the batch truncates nothing, and a table's first batch that it

@@ -119,11 +119,19 @@ def test_every_commit_records_the_newest_order_the_table_took_and_a_table_withou
     run([t.change("u", after={"id": 1, "name": "late", "qty": 0}, pos=50)])  # late: the mark stays
     assert newest() == after_load
     # a table whose commits predate the mark: the next batch finds it in the stored rows, once
-    monkeypatch.setattr(table_batch, "_stored_state", _without_newest_order(table_batch._stored_state))
-    run([t.change("u", after={"id": 2, "name": "two", "qty": 2}, pos=400)])
+    found: list[str] = []
+    real_find = table_batch._newest_stored_order
+    monkeypatch.setattr(table_batch, "_newest_stored_order", lambda *a: found.append(real_find(*a)) or found[-1])
+    with monkeypatch.context() as older:
+        older.setattr(table_batch, "_stored_state", _without_newest_order(table_batch._stored_state))
+        run([t.change("u", after={"id": 2, "name": "two", "qty": 2}, pos=400)])
+    assert found == [after_load], "the stored rows' newest order is the load's"
     assert answers[-1] == ("t", True)
-    assert newest() is not None and newest() > after_load
-    assert lake.rows("t") == [(1, "n", 1, "c"), (2, "two", 2, "u"), (3, "n", 3, "c")]
+    recorded = newest()
+    assert recorded is not None and recorded > after_load
+    run([t.change("u", after={"id": 3, "name": "three", "qty": 3}, pos=500)])  # the commit told it: no read
+    assert len(found) == 1 and answers[-1] == ("t", True)
+    assert lake.rows("t") == [(1, "n", 1, "c"), (2, "two", 2, "u"), (3, "three", 3, "u")]
 
 
 def _without_newest_order(real: Any) -> Any:
