@@ -188,7 +188,7 @@ bench-freshness: $(VENV)/.installed jars kafka  ## produced-to-visible latency p
 bench-database: $(VENV)/.installed jars kafka  ## one job, 200 tables from a template, a skewed trickle: freshness per table, CPU per touched table, restart (BENCH_ARGS="--smoke")
 	$(PY) -m devkit.bench.database $(BENCH_ARGS)
 
-bench-timeline: $(VENV)/.installed jars  ## a warm batch's CPU at 100, 500 and 2,000 commits in the active timeline (BENCH_ARGS="--type mor", "--smoke")
+bench-timeline: $(VENV)/.installed jars hdfs  ## a warm batch's CPU at 100, 500 and 2,000 commits in the active timeline (BENCH_ARGS="--type mor", "--smoke", "--storage hdfs")
 	$(PY) -m devkit.bench.timeline $(BENCH_ARGS)
 
 bench-avro: install  ## decode step only: the bench workload as JSON vs as Avro (registry + from_avro), events/s

@@ -6,6 +6,7 @@
     python -m devkit.bench.timeline --smoke                  # 10 and 60 commits, 2 batches each
     python -m devkit.bench.timeline --same-jvm               # measure in the process that grew the table
     python -m devkit.bench.timeline --instants 2000 --resume  # grow the last run's table further
+    python -m devkit.bench.timeline --storage hdfs            # the table on a local HDFS (a minicluster)
 
 Why: hudi_cdc keeps a table's `archive_after_hours` (100 h by default) of instants active so
 that Trino can read version-9 tables (`hudi_cdc.hudi.retention`). At a 30 s trigger that is about
@@ -23,6 +24,9 @@ through `pipeline.run_batch` and warmed by a few update batches. Then, for each 
      then `--batches` measured batches of `--batch` uniform updates through `run_batch`, as a
      running job applies them, and takes their CPU seconds (the process and its Spark JVM) and
      its JVM's CPU by thread kind (the driver's threads, the JIT, executor tasks, GC).
+With `--storage hdfs` the table lives on a local HDFS (`devkit.services.hdfs`, started by this
+process, so its name node's CPU is not the measured process's, as on a cluster); the name node's
+CPU per measured batch is reported beside the batch's.
 The measured batches' commits are part of the next length's count. The result is printed and
 written as JSON to build/bench/timeline-<time>.json (`--out` another folder).
 
@@ -36,6 +40,7 @@ the batches before the first length only).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -66,6 +71,7 @@ from devkit.bench.warm import (
 )
 from devkit.bench.workloads import SOURCE, records, snapshot_changes, update_changes
 from devkit.services import run_dir
+from devkit.services.hdfs import LocalHdfs
 from hudi_cdc.config.models import Config, TableConfig, parse_config
 from hudi_cdc.hoodie_keys import INLINE, KEEP_MAX_COMMITS, KEEP_MIN_COMMITS, SCHEDULE_INLINE
 from hudi_cdc.hudi.retention import KEEP_MARGIN, KEEP_SPREAD
@@ -74,7 +80,7 @@ from hudi_cdc.hudi.table_options import write_options
 from hudi_cdc.hudi.timeline import latest_job_metadata
 from hudi_cdc.job.pipeline import BatchContext, run_batch
 from hudi_cdc.spark import fs
-from hudi_cdc.spark.session import DRIVER_JAVA_OPTIONS, get_or_create_session, jvm
+from hudi_cdc.spark.session import DRIVER_JAVA_OPTIONS, apply_hadoop_conf, get_or_create_session, jvm
 
 GROWING_OPTIONS = {
     # the write client would otherwise run the table's inline services on every empty commit;
@@ -111,6 +117,8 @@ class Length:
     """CPU seconds of each measured batch."""
     jvm_thread_cpu_s: dict[str, float]
     """The Spark JVM's CPU seconds per measured batch, by thread kind (`--same-jvm`: empty)."""
+    storage_cpu_s: float | None = None
+    """`--storage hdfs`: the HDFS process's CPU seconds per measured batch (name node and data node)."""
 
     @property
     def median_cpu_s(self) -> float:
@@ -134,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jfr", type=Path, default=None, metavar="DIR",
                         help="record each length's measured batches with the Flight Recorder to DIR/timeline-<commits>.jfr "
                              "and print where the driver's threads spend their samples (not with --same-jvm)")
+    parser.add_argument("--storage", choices=("local", "hdfs"), default="local",
+                        help="where the table lives: the local file system, or a local HDFS this bench starts")
     parser.add_argument("--resume", action="store_true",
                         help="grow the table the last run left (with a window) instead of loading a new one")
     parser.add_argument("--measure-table", help=argparse.SUPPRESS)  # a fresh JVM's measurement of a grown table
     parser.add_argument("--skip", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--storage-pid", type=int, default=0, help=argparse.SUPPRESS)  # the HDFS process, measured too
     parser.add_argument("--out", default=str(build_dir() / "bench"), help="folder of the JSON result")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -189,24 +200,39 @@ def _without(argv: list[str], *options: str) -> list[str]:
 
 def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
     """One run: the table with `archive_after_hours` = `hours`, measured at each of `args.instants` commits made."""
-    lengths = sorted(int(n) for n in args.instants.split(","))
     root = run_dir("bench-timeline")
     made_by = {"type": args.type, "rows": args.rows, "batch": args.batch, "archive_after_hours": hours}
     resume = args.resume and (root / RUN_NOTE).is_file()
     if args.resume and hours is None:
         raise SystemExit("--resume needs a window: without one Hudi archives, and the commits made are not known")
+    if args.resume and args.storage != "local":
+        raise SystemExit("--resume: the bench's HDFS lives as long as its run; grow a new table")
     if resume and json.loads((root / RUN_NOTE).read_text()) != made_by:
         # e.g. the smoke test's run, which shares the folder: growing it would measure another table
         raise SystemExit(f"--resume: {root} holds a table made with {(root / RUN_NOTE).read_text()}, not {made_by}")
     if not resume:
         shutil.rmtree(root, ignore_errors=True)
+    with contextlib.ExitStack() as services:
+        hdfs = services.enter_context(LocalHdfs()) if args.storage == "hdfs" else None
+        tables = f"{hdfs.uri}/bench-timeline" if hdfs is not None else str(root)
+        return _measure_run(args, hours, root, tables, hdfs, made_by=None if resume else made_by)
+
+
+def _measure_run(args: argparse.Namespace, hours: int | None, root: Path, tables: str, hdfs: LocalHdfs | None, *,
+                 made_by: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+    """`measure` with the table under `tables` (a folder or an HDFS URI); `made_by`: load a new table
+    and note how (None: grow the one there)."""
+    resume = made_by is None
+    lengths = sorted(int(n) for n in args.instants.split(","))
     spark = get_or_create_session(app_name="bench-timeline", extra_conf={"spark.master": "local[2]"})
     spark.sparkContext.setLogLevel("ERROR")
-    config = _config(root, args.type, hours)
+    apply_hadoop_conf(spark, _storage_conf(args.storage))
+    config = _config(tables, args.type, hours)
     table = config.tables[0]
     if not resume:
         run_batch(KafkaRows(spark).rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
                   BatchContext(config=config, batch_id=0))  # fmt: skip
+        root.mkdir(parents=True, exist_ok=True)  # the table may live elsewhere (`--storage`)
         (root / RUN_NOTE).write_text(json.dumps(made_by))
     # a resumed table holds updates up to (commits made) x batch at most: draw past them
     skip = completed_commits(spark, table.base_path) * args.batch if resume else 0
@@ -225,55 +251,62 @@ def measure(args: argparse.Namespace, hours: int | None) -> dict[str, Any]:
         if args.same_jvm:
             length = Length(made, commits, instants, files, grown, per_commit, [batch() for _ in range(args.batches)], {})
         else:
-            cpu, threads = _measure_alone(args, root, hours, skip=made * args.batch)
-            length = Length(made, commits, instants, files, grown, per_commit, cpu, threads)
+            pid = hdfs.pid if hdfs is not None else None
+            cpu, threads, storage = _measure_alone(args, tables, hours, skip=made * args.batch, storage_pid=pid)
+            length = Length(made, commits, instants, files, grown, per_commit, cpu, threads, storage)
             made += args.warm_up
         measured.append(asdict(length) | {"median_cpu_s": length.median_cpu_s})
         made += args.batches
         print(f"archive_after_hours {hours}: " + length_line(measured[-1], measured[0]["median_cpu_s"]), flush=True)
     spark.stop()
-    return {"archive_after_hours": hours, "lengths": measured}
+    return {"archive_after_hours": hours, "tables": tables, "lengths": measured}
 
 
-def _measure_alone(args: argparse.Namespace, root: Path, hours: int | None, *, skip: int) -> tuple[list[float], dict[str, float]]:
+def _measure_alone(
+    args: argparse.Namespace, tables: str, hours: int | None, *, skip: int, storage_pid: int | None
+) -> tuple[list[float], dict[str, float], float | None]:
     """`measure_fresh` of the grown table in a process of its own: (CPU s of each measured batch, its
-    JVM's CPU s per measured batch by thread kind). `skip`: updates drawn before (their positions
-    are at or below the table's)."""
+    JVM's CPU s per measured batch by thread kind, the storage process's CPU s per measured batch).
+    `skip`: updates drawn before (their positions are at or below the table's)."""
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([sys.executable, "-m", "devkit.bench.timeline", "--measure-table", str(root),
+        subprocess.run([sys.executable, "-m", "devkit.bench.timeline", "--measure-table", tables,
                         "--type", args.type, "--archive-after-hours", str(hours), "--rows", str(args.rows),
                         "--batch", str(args.batch), "--batches", str(args.batches), "--warm-up", str(args.warm_up),
-                        "--skip", str(skip), "--out", out,
+                        "--skip", str(skip), "--out", out, "--storage", args.storage,
+                        *(["--storage-pid", str(storage_pid)] if storage_pid else []),
                         *(["--jfr", str(args.jfr / f"timeline-{skip // args.batch}.jfr")] if args.jfr else [])],
                        check=True)  # fmt: skip
         result = json.loads((Path(out) / FRESH_RESULT).read_text())
-    return result["batch_cpu_s"], result["jvm_thread_cpu_s"]
+    return result["batch_cpu_s"], result["jvm_thread_cpu_s"], result.get("storage_cpu_s")
 
 
 def measure_fresh(args: argparse.Namespace) -> int:
     """In a fresh process: `--warm-up` then `--batches` batches into the table under `--measure-table`,
     their CPU seconds and the JVM's per batch by thread kind written to `--out`/measured.json."""
-    root = Path(args.measure_table)
+    tables = args.measure_table
     conf = {"spark.master": "local[2]"}
     if args.jfr:
         conf[DRIVER_JAVA_OPTIONS] = f"-XX:FlightRecorderOptions:stackdepth={JFR_STACK_DEPTH}"
     spark = get_or_create_session(app_name="bench-timeline-measure", extra_conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
-    config = _config(root, args.type, _hours(args.archive_after_hours))
+    apply_hadoop_conf(spark, _storage_conf(args.storage))
+    config = _config(tables, args.type, _hours(args.archive_after_hours))
     batch = _update_batches(spark, config, args, skip=args.skip, batches=args.warm_up + args.batches)
     for _ in range(args.warm_up):
         batch()
     recording = start_flight_recording(spark) if args.jfr else None
-    before = jvm_thread_cpu(spark)
+    storage = psutil.Process(args.storage_pid) if args.storage_pid else None
+    before, storage_before = jvm_thread_cpu(spark), tree_cpu_seconds(storage) if storage else 0.0
     cpu = [batch() for _ in range(args.batches)]
     threads = {kind: s / args.batches for kind, s in thread_cpu_since(before, jvm_thread_cpu(spark)).items()}
+    storage_cpu = (tree_cpu_seconds(storage) - storage_before) / args.batches if storage else None
     if recording is not None:
         tool = save_flight_recording(spark, recording, args.jfr)
-        print(f"at {root}:\n" + driver_samples_text(tool, args.jfr, batches=args.batches), flush=True)
+        print(f"at {tables}:\n" + driver_samples_text(tool, args.jfr, batches=args.batches), flush=True)
     spark.stop()
     out = Path(args.out) / FRESH_RESULT
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"batch_cpu_s": cpu, "jvm_thread_cpu_s": threads}))
+    out.write_text(json.dumps({"batch_cpu_s": cpu, "jvm_thread_cpu_s": threads, "storage_cpu_s": storage_cpu}))
     return 0
 
 
@@ -302,14 +335,20 @@ def _hours(policy: str) -> int | None:
     return None if policy.lower() in ("none", "null") else int(policy)
 
 
-def _config(root: Any, kind: str, archive_after_hours: int | None) -> Config:
-    """The bench's job: one table `accounts` under `root`, `kind` cow or mor."""
+def _storage_conf(storage: str) -> dict[str, str]:
+    """The Hadoop settings a client of `--storage` needs."""
+    return LocalHdfs.client_conf() if storage == "hdfs" else {}
+
+
+def _config(tables: str, kind: str, archive_after_hours: int | None) -> Config:
+    """The bench's job: one table `accounts` under `tables` (a folder or a URI), `kind` cow or mor."""
     table_type = "MERGE_ON_READ" if kind == "mor" else "COPY_ON_WRITE"
+    root = tables.rstrip("/")
     return parse_config({
         "kafka": {"bootstrap_servers": "localhost:9"},  # never contacted: batches are handed to run_batch
-        "job": {"name": "bench-timeline", "checkpoint_dir": str(root / "cp"), "dead_letter_path": str(root / "dl")},
+        "job": {"name": "bench-timeline", "checkpoint_dir": f"{root}/cp", "dead_letter_path": f"{root}/dl"},
         "routes": [{"topic": SOURCE.topic, "table": "accounts"}],
-        "tables": [{"name": "accounts", "key": ["id"], "base_path": str(root / "accounts"), "type": table_type,
+        "tables": [{"name": "accounts", "key": ["id"], "base_path": f"{root}/accounts", "type": table_type,
                     "archive_after_hours": archive_after_hours}],
     })  # fmt: skip
 
@@ -321,7 +360,13 @@ def length_line(length: dict[str, Any], first_median_cpu_s: float) -> str:
     return (f"{length['made']:6,} commits made, {length['commits']:,} active ({length['instants']:,} instants, "
             f"{length['timeline_files']:,} timeline files): median {length['median_cpu_s']:.2f} CPU s a batch "
             f"({ratio:.2f}x the first length) [{cpu}]; grown by {length['grown']:,} empty commits at "
-            f"{length['growing_s_per_commit']:.2f} s each" + _threads_text(length.get("jvm_thread_cpu_s") or {}))  # fmt: skip
+            f"{length['growing_s_per_commit']:.2f} s each" + _threads_text(length.get("jvm_thread_cpu_s") or {})
+            + _storage_text(length.get("storage_cpu_s")))  # fmt: skip
+
+
+def _storage_text(storage_cpu_s: float | None) -> str:
+    """The storage process's CPU s per measured batch ('' on the local file system)."""
+    return "" if storage_cpu_s is None else f"; HDFS per batch: {storage_cpu_s:.2f}"
 
 
 def _threads_text(threads: dict[str, float]) -> str:

@@ -65,7 +65,12 @@ class LocalHdfs(LocalService):
         return self.directory / "data"
 
     def hadoop_conf(self) -> dict[str, str]:
-        """The `job.hadoop_conf` a client of this one-data-node file system needs.
+        """The `job.hadoop_conf` a client of this file system needs (`client_conf`)."""
+        return self.client_conf()
+
+    @staticmethod
+    def client_conf() -> dict[str, str]:
+        """The Hadoop settings a client of a one-data-node file system needs.
 
         A client writes 3 replicas by default, and when a pipeline loses a data node it looks for
         another to replace it; a one-node cluster has neither, which fails appends (Hudi's log

@@ -328,6 +328,11 @@ class LocalService:
         """The last `n` lines of the service's log."""
         return self._process.log_tail(n) if self._process else ""
 
+    @property
+    def pid(self) -> int | None:
+        """The service process's PID while it runs (a bench measures its CPU)."""
+        return self._process.pid if self._process else None
+
     def stop(self) -> None:
         """Stop the service process (by its PID). Idempotent."""
         if self._process is not None:

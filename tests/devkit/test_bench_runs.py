@@ -95,3 +95,21 @@ def test_the_timeline_bench_smoke_run_grows_the_timeline_and_commits_every_batch
                               "--archive-after-hours", "100", "--out", str(tmp_path)],
                              cwd=CHECKOUT, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert resumed.returncode != 0 and "holds a table made with" in resumed.stderr, resumed.stderr[-2000:]
+
+
+def test_the_timeline_bench_measures_a_table_on_hdfs_and_the_name_nodes_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--storage hdfs`: the table lives on the bench's own HDFS, and the HDFS process's CPU in the
+    measured batches is reported apart from the batch's (on a cluster the name node is elsewhere)."""
+    monkeypatch.setenv(RUN_ENV, str(tmp_path / "run"))
+    result = _smoke_run("devkit.bench.timeline", tmp_path, "timeline-*.json", "--storage", "hdfs", "--archive-after-hours", "100")
+    (run,) = json.loads(result.read_text())["runs"]
+    assert run["tables"].startswith("hdfs://127.0.0.1:"), run["tables"]
+    assert [length["made"] for length in run["lengths"]] == [10, 60], run
+    for length in run["lengths"]:
+        assert length["commits"] == length["made"] and len(length["batch_cpu_s"]) == 2, length
+        # the name node answered the measured batches' listings and writes
+        assert length["storage_cpu_s"] > 0, length
+    # nothing of the table was written to the local run folder
+    assert not list((tmp_path / "run").rglob("hoodie.properties")), list((tmp_path / "run").rglob("hoodie.properties"))
