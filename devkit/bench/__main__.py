@@ -88,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-partitions", type=int, default=None,
                         help="`kafka.min_partitions` of every job and load: Spark tasks reading a batch of the "
                              "one-partition topics (default: one)")  # fmt: skip
+    parser.add_argument("--job-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a `job:` setting of the hudi_cdc job (repeatable), e.g. newer_by_rank=true")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="where results go (default build/bench)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -133,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(batch=args.batch, load_batch=args.load_batch, root=root, profile=args.profile,
                         spark_conf=_settings(args.spark_conf, "--spark-conf"), index=args.index,
                         buckets=args.buckets, prepped_writes=args.prepped == "on", hoodie_options=_settings(args.hoodie_option, "--hoodie-option"),
-                        min_partitions=args.min_partitions, load_by=args.load_by)  # fmt: skip
+                        min_partitions=args.min_partitions, load_by=args.load_by,
+                        job_settings=_settings(args.job_setting, "--job-setting"))  # fmt: skip
     began, load_before = time.monotonic(), os.getloadavg()
     print(f"{len(selected)} case(s): {', '.join(c.name for c in selected)}; batch {args.batch}; load average {load_before}")
     results: list[CaseResult] = []

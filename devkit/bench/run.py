@@ -65,6 +65,8 @@ class Settings:
     """The tables' `hoodie_options` (file sizing...); the plain job writes with them too."""
     min_partitions: int | None = None
     """`kafka.min_partitions` of every job and load (the topics have one partition)."""
+    job_settings: dict[str, str] = field(default_factory=dict)
+    """More `job:` settings of the hudi_cdc job (`newer_by_rank=true`)."""
     load_by: Literal["kafka", "generate"] = "kafka"
     """How a case's starting table is loaded: by each job from a topic of snapshot reads, or by
     one bulk insert of generated rows (`devkit.bench.generated`; no load topic is produced)."""
@@ -208,6 +210,7 @@ class Run:
             table_concurrency=table_concurrency, index=self.settings.index, hoodie_options=self.settings.hoodie_options,
             buckets=self.settings.buckets, prepped_writes=self.settings.prepped_writes,
             min_partitions=self.settings.min_partitions,
+            job_settings=self.settings.job_settings if job == "hudi_cdc" else {},
         )  # fmt: skip
 
     def _request(self, spec: JobSpec) -> dict[str, Any]:

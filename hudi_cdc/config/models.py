@@ -284,10 +284,10 @@ class TableConfig(_Frozen):
     1.0.x inside), whose every query of a table fails once an instant of its last 72 hours is
     archived (72 h plus any difference of time zones; docs/querying.md); Trino's Hudi plugin still
     has no reader for the archived timeline's files in 483. The cost grows with the commit rate:
-    every commit of the table lists and loads its active timeline, and a batch measured 1.85x its
-    CPU at 2,000 commits kept against 100 (about 1.2 ms more per commit kept; 6 ms where the table
-    keeps a metadata table; a 30 s trigger keeps about 12,000; docs/performance.md, "A long
-    timeline"). `null`: Hudi's own bound (the active timeline keeps 40 to 50 commits), for a table
+    every commit of the table lists and loads its active timeline, and on a local file system a
+    batch measured 1.85x its CPU at 2,000 commits kept against 100 (about 1.2 ms more per commit
+    kept; 6 ms where the table keeps a metadata table; a 30 s trigger keeps about 12,000), where on
+    HDFS it measured 0.66x at 1,000 (docs/performance.md, "A long timeline"). `null`: Hudi's own bound (the active timeline keeps 40 to 50 commits), for a table
     no Trino reads: Spark, and PrestoDB on version-6 tables, read an archived timeline."""
     table_version: TableVersion = 9
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
@@ -549,14 +549,15 @@ class JobConfig(_Frozen):
     columns) as one, each still committed on its own, a part per table thread; false: every table
     folds on its own. 0.86x the CPU one table at a time (6 tables), 0.91x three at a time over 200
     tables with a p95 as fresh (docs/performance.md)."""
-    newer_by_rank: bool = False
+    newer_by_rank: bool = True
     """Fold a large unpartitioned merge-on-read table's batch whose events are all full images newer
     than anything the table holds (its newest commit records the newest order it took) by each
-    key's newest event, without reading the table's stored rows; Hudi's index then finds the rows'
-    files (an upsert, not prepped). The same rows as the general fold. Off by default: it compiles
-    less code, so over five batches its CPU against the plain job's is 0.93x the default's, but
-    its warm batches cost more, and over 20 batches that ratio is 1.10x the default's
-    (docs/performance-journal.md, round 46)."""
+    key's newest event, without reading the table's stored rows. With the simple index each row's
+    file comes from the keys of the table's base files (no log file merged) and the upsert stays
+    prepped; with the record-level index Hudi's index finds them. The same rows as the general
+    fold. On by default: over 20 batches of 20k updates into a 1M-row table it cost 1.13x and
+    1.23x the plain job's CPU against 1.59x and 1.48x with the stored rows read
+    (docs/performance-journal.md, round 47)."""
     hadoop_conf: dict[str, str] = Field(default_factory=dict, repr=False)  # holds credentials
     """Hadoop settings for the job's storage (`fs.s3a.endpoint`, `fs.s3a.path.style.access`...), set on
     the session's Hadoop configuration before anything is read or written; they win over

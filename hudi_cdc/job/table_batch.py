@@ -55,7 +55,7 @@ from hudi_cdc.fold.stored_state import (
 from hudi_cdc.fold.tally import DecodedTally, TableRecords, tally
 from hudi_cdc.hudi import prepped, relayout, writer
 from hudi_cdc.hudi.schema_check import check, source_types_after
-from hudi_cdc.hudi.table import keeps_metadata_table, read_keys, read_table, stored_bytes
+from hudi_cdc.hudi.table import keeps_metadata_table, read_base_locations, read_keys, read_table, stored_bytes
 from hudi_cdc.hudi.table_options import (
     index_layout,
     key_lookup_options,
@@ -248,7 +248,10 @@ class Folded:
     """The newest truncate an earlier commit recorded."""
     keys_known: bool = True
     """False: which of the written keys the table holds is not known (`_FoldRun.keys_known`):
-    the write upserts through Hudi's index."""
+    the write upserts through Hudi's index, unless `located`."""
+    located: bool = False
+    """With `keys_known` False: the rows carry each stored key's location all the same, read from
+    the table's base files (`_with_base_locations`), and the write is prepped."""
     newest_stored: str | None = None
     """The newest order among the stored rows and the remembered truncate, where the fold found
     it for a table whose commits do not record it yet (`NEWEST_ORDER_KEY`)."""
@@ -311,12 +314,12 @@ def _rank_may_pay(table: TableConfig, one_task: bool) -> bool:
     """Whether a batch newer than the table (`_newer_than_table`) is worth checking for.
 
     A small table's stored rows cost little to read: only a large one's are worth the check's job.
-    A copy-on-write table's read costs less than Hudi's own lookup of the keys and the upsert it
-    makes unprepped: 1.49x the plain job against 1.36x with the read, where a merge-on-read table's
-    read, which merges its log files, made it 1.49x and 1.57x against 1.61x and 1.64x over five
-    batches (but 1.51x against 1.37x over 20: `job.newer_by_rank` is off by default;
-    docs/performance-journal.md, round 46). A partitioned table's row may move: its stored
-    partition is needed.
+    A merge-on-read table's read merges its log files; the rank fold and the locations of its base
+    files cost 1.13x and 1.23x the plain job over 20 batches against 1.59x and 1.48x with the read
+    (docs/performance-journal.md, round 47). A copy-on-write table's read merges no log files, and
+    its rank fold was measured only with Hudi's own lookup and an upsert not prepped, which cost
+    more than the read (1.49x against 1.36x, round 46). A partitioned table's row may move: its
+    stored partition is needed.
     """
     return not one_task and table.type == "MERGE_ON_READ" and not table.partition_by
 
@@ -358,17 +361,46 @@ def _counted_newer(
     run: _FoldRun, decoded: DecodeResult, changes: DataFrame, schema: StructType, previous: Progress,
     table: TableConfig, newest_stored: str | None,
 ) -> Folded:  # fmt: skip
-    """`_fold_and_count`'s counts of a fold by `_newer_than_table`: one counting job, never a second fold."""
+    """`_fold_and_count`'s counts of a fold by `_newer_than_table`: one counting job, never a second
+    fold. Where the base files name every stored key's file group, the rows take their locations
+    from there for the write (after the count, which does not need them)."""
     try:
         labels = _outcome_labels(run, changes, schema, table)
         counted = tally(decoded, watermark=previous.watermark_ts_ms, labels=labels)
     except BaseException:
         release(run.held)
         raise
+    located = _base_files_locate(table)
     return Folded(
-        rows=run.rows, held=run.held, counted=counted, truncation=None, remembered=None, keys_known=False,
-        newest_stored=newest_stored,
+        rows=_with_base_locations(run.rows, table) if located else run.rows, held=run.held, counted=counted,
+        truncation=None, remembered=None, keys_known=False, located=located, newest_stored=newest_stored,
     )  # fmt: skip
+
+
+def _base_files_locate(table: TableConfig) -> bool:
+    """Whether the table's latest base files name the file group of every key it holds
+    (`table.read_base_locations`): a table that writes prepped (`prepped.applies`) with the simple
+    index, which inserts every new key into a base file. The record-level index may insert a key
+    into a log file, which the base files do not show: such a key would be inserted a second time."""
+    return prepped.applies(table) and table.index == "simple"
+
+
+def _with_base_locations(rows: DataFrame, table: TableConfig) -> DataFrame:
+    """The folded `rows` with each key's location (`prepped.LOCATION`) read from the table's base
+    files, NULL for a key they do not hold (a new key, which the write inserts).
+
+    Why not the stored-row read: on a merge-on-read table it merges the log files of every file
+    group it reads, and only the location is needed here, which a key keeps for its life (the
+    simple index never moves a key to another file group). Reading the key and location columns
+    of the base files is what Hudi's own lookup of the keys reads, without the workload profile an
+    upsert that is not prepped builds (docs/performance-journal.md, round 47).
+    """
+    base = read_base_locations(rows.sparkSession, table.base_path, table.key)
+    keys = rows.select(*table.key)
+    located = base.join(keys, on=table.key, how="left_semi").select(
+        *table.key, prepped.location(base).alias(prepped.LOCATION)
+    )
+    return rows.drop(prepped.LOCATION).join(located, on=table.key, how="left")
 
 
 def _count_written(
@@ -378,7 +410,7 @@ def _count_written(
     counted = folded.counted
     written = _count_outcomes(counted.labelled, metrics)
     if not folded.keys_known:
-        written = replace(written, new_keys=None, unlocated=None)
+        written = replace(written, new_keys=None, unlocated=0 if folded.located else None)
     if folded.truncation is not None:
         metrics.deleted += counted.truncates
     marks, metrics.behind_watermark = _batch_marks(counted, kafka), counted.behind_watermark

@@ -3,9 +3,10 @@ rank without reading its stored rows (`job.table_batch._newer_than_table`): the 
 counts as the fold of stored rows, and only for the batches where that holds.
 
 The same batches run twice through `run_batch`, into two lakes, with every table's batch planned
-as a large table's (a small table, folded in one task, always reads its stored rows): once with
-`job.newer_by_rank: true`, and once as the job runs them by default, with the stored rows read.
-A spy on `_newer_than_table` shows which tables' batches were folded by rank.
+as a large table's (a small table, folded in one task, always reads its stored rows): once as the
+job runs them by default (`job.newer_by_rank: true`), and once with `job.newer_by_rank: false`,
+the stored rows always read. A spy on `_newer_than_table` shows which tables' batches were folded
+by rank.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from hudi_cdc.job import table_batch
 from tests.support.lake import Lake, counts, mixed_batches, source
 
 BY_RANK = {"newer_by_rank": True}
-"""The job setting that turns it on (off by default)."""
+"""The job setting that turns it on (the default)."""
+READ = {"newer_by_rank": False}
+"""The job setting that turns it off: every batch reads its stored rows."""
 
 
 def spied(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
@@ -56,13 +59,13 @@ def test_a_batch_newer_than_its_table_folds_by_rank_to_the_rows_and_counts_of_th
     monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
     answers = spied(monkeypatch)
     settings = {"type": table_type}
-    ranked = Lake(spark, tmp_path / "ranked", together=False, settings=settings, job=BY_RANK)
-    read = Lake(spark, tmp_path / "read", together=False, settings=settings)
+    ranked = Lake(spark, tmp_path / "ranked", together=False, settings=settings)  # the default: newer_by_rank on
+    read = Lake(spark, tmp_path / "read", together=False, settings=settings, job=READ)
     by_batch: list[set[tuple[str, bool]]] = []
     for number, batch in enumerate(mixed_batches()):
         before = len(answers)
         read.run(batch)
-        assert len(answers) == before, "by default a batch is never checked for being newer than its table"
+        assert len(answers) == before, "with the setting off a batch is never checked for being newer than its table"
         ranked.run(batch)
         by_batch.append(set(answers[before:]))  # tables run concurrently: in any order
         assert counts(ranked.batches[-1]) == counts(read.batches[-1]), f"batch {number}"
@@ -79,7 +82,26 @@ def test_a_batch_newer_than_its_table_folds_by_rank_to_the_rows_and_counts_of_th
         {("b", True)},  # one full image, newer than b's rows
     ]
     written = {m.table: m.write for m in ranked.batches[3].tables}
-    assert written == {"b": "upsert"}, "a batch folded by rank must upsert through Hudi's index, not prepped"
+    assert written == {"b": "upsert_prepped"}, "a batch folded by rank takes its keys' locations from the base files"
+    # a deleted key re-created by rank (a's key 2) went to the file group its base file holds it in
+    assert ranked.rows("a") == read.rows("a")
+
+
+def test_a_batch_folded_by_rank_into_a_record_level_table_upserts_through_hudis_index(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record-level index may insert a key into a log file, where the base files do not show it:
+    its locations cannot come from them, and the write looks the keys up itself."""
+    monkeypatch.setattr(table_batch, "_in_one_task", lambda *_: False)
+    answers = spied(monkeypatch)
+    lake = Lake(spark, tmp_path, together=False, settings={"type": "MERGE_ON_READ", "index": "record_level"}, job=BY_RANK)
+    t = source("t")
+    lake.run({t.topic: [t.change("c", after={"id": i, "name": f"n{i}", "qty": i}, pos=100 + i) for i in (1, 2)]})
+    newer = lake.run({t.topic: [t.change("u", after={"id": 1, "name": "x", "qty": 7}, pos=200),
+                                t.change("c", after={"id": 3, "name": "n3", "qty": 3}, pos=201)]})  # fmt: skip
+    assert answers == [("t", True)]
+    assert [m.write for m in newer.tables] == ["upsert"]
+    assert lake.rows("t") == [(1, "x", 7, "u"), (2, "n2", 2, "c"), (3, "n3", 3, "c")]
 
 
 def test_a_batch_with_one_event_older_than_its_table_reads_the_stored_rows_and_judges_it_late(
