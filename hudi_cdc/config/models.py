@@ -287,8 +287,9 @@ class TableConfig(_Frozen):
     every commit of the table lists and loads its active timeline, and on a local file system a
     batch measured 1.85x its CPU at 2,000 commits kept against 100 (about 1.2 ms more per commit
     kept; 6 ms where the table keeps a metadata table; a 30 s trigger keeps about 12,000), where on
-    HDFS it measured 0.66x at 1,000 (docs/performance.md, "A long timeline"). `null`: Hudi's own bound (the active timeline keeps 40 to 50 commits), for a table
-    no Trino reads: Spark, and PrestoDB on version-6 tables, read an archived timeline."""
+    HDFS it measured 0.66x at 1,000 (docs/performance.md, "A long timeline"). `null`: Hudi's own
+    bound (the active timeline keeps 40 to 50 commits), for a table no Trino reads: Spark, and
+    PrestoDB on version-6 tables, read an archived timeline."""
     table_version: TableVersion = 9
     """Hudi table version to write, fixed when the table is created. 9: Hudi 1.x (read by Spark,
     hudi-rs and Trino 476, whose `_rt` is not a snapshot). 6: the format Hudi 0.14/0.15 readers
