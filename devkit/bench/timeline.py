@@ -232,8 +232,8 @@ def _measure_run(args: argparse.Namespace, hours: int | None, root: Path, tables
     if not resume:
         run_batch(KafkaRows(spark).rows([(SOURCE.topic, r) for r in records(SOURCE, snapshot_changes(args.rows))]),
                   BatchContext(config=config, batch_id=0))  # fmt: skip
-        root.mkdir(parents=True, exist_ok=True)  # the table may live elsewhere (`--storage`)
-        (root / RUN_NOTE).write_text(json.dumps(made_by))
+        if hdfs is None:  # a table on the bench's HDFS is gone with it: no later run may resume it
+            (root / RUN_NOTE).write_text(json.dumps(made_by))
     # a resumed table holds updates up to (commits made) x batch at most: draw past them
     skip = completed_commits(spark, table.base_path) * args.batch if resume else 0
     warm_up = args.warm_up if args.same_jvm else WARM_UP

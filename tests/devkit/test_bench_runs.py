@@ -111,5 +111,6 @@ def test_the_timeline_bench_measures_a_table_on_hdfs_and_the_name_nodes_cpu(
         assert length["commits"] == length["made"] and len(length["batch_cpu_s"]) == 2, length
         # the name node answered the measured batches' listings and writes
         assert length["storage_cpu_s"] > 0, length
-    # nothing of the table was written to the local run folder
+    # nothing of the table was written to the local run folder, and no note that a later `--resume` could grow it
     assert not list((tmp_path / "run").rglob("hoodie.properties")), list((tmp_path / "run").rglob("hoodie.properties"))
+    assert not list((tmp_path / "run").rglob("made-by.json"))
